@@ -1,0 +1,5 @@
+"""``python -m govern`` runs the CLI."""
+
+from govern.cli import main
+
+main()

@@ -1,0 +1,74 @@
+"""The ``govern`` command: a lazy Click group over the library.
+
+Each command lives next to the code it drives and is imported only when used,
+so ``govern --help`` and ``govern run`` start fast. To add a command, add one
+line to ``COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from govern import __version__
+from govern.errors import EXIT_SERVER, GovernError
+
+#: command name -> "module:attribute" of its Click command.
+COMMANDS: dict[str, str] = {
+    "doctor": "govern.commands.doctor:doctor",
+}
+
+
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command runs (or help lists it)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS:
+            module_name, attribute = COMMANDS[cmd_name].split(":")
+            command = getattr(importlib.import_module(module_name), attribute)
+            assert isinstance(command, click.Command)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Turn govern's own errors into one line on stderr and the documented exit code."""
+        try:
+            return super().invoke(ctx)
+        except GovernError as exc:
+            click.echo(f"govern: error: {exc.message}", err=True)
+            ctx.exit(exc.exit_code)
+        except Exception as exc:
+            # A server error escaping a command (lost connection mid-report...) is exit 3.
+            if type(exc).__module__.startswith("pymysql"):
+                from govern.connection import error_text
+
+                click.echo(f"govern: error: server: {error_text(exc)}", err=True)
+                ctx.exit(EXIT_SERVER)
+            raise
+
+
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["--help"], "max_content_width": 100}
+)
+@click.version_option(__version__, "--version", prog_name="govern")
+def cli() -> None:
+    """Keep MySQL and MariaDB servers honest about their workload.
+
+    Exit codes: 0 ok, 1 findings or a failed job, 2 usage or config error,
+    3 server or connection error.
+
+    Shell completion (bash): eval "$(_GOVERN_COMPLETE=bash_source govern)"
+    """
+
+
+def main() -> None:
+    cli.main(prog_name="govern")
+
+
+if __name__ == "__main__":
+    main()

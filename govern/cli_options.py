@@ -1,0 +1,78 @@
+"""Options shared by commands: connection settings, state file, output format."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_CONNECTION_KEYS = (
+    "host",
+    "port",
+    "user",
+    "socket",
+    "database",
+    "dsn",
+    "defaults_file",
+    "ask_pass",
+)
+
+
+def connection_options(command: F) -> F:
+    """Add the mysql-client connection options; the command receives ``settings``."""
+    options = [
+        click.option("-h", "--host", help="Server host (TCP unless localhost)."),
+        click.option("-P", "--port", type=int, help="Server TCP port."),
+        click.option("-u", "--user", help="Account name."),
+        click.option("-S", "--socket", help="Unix socket path."),
+        click.option("-D", "--database", help="Default schema."),
+        click.option(
+            "--dsn",
+            metavar="URL",
+            help="mysql://user@host:port/db?unix_socket=PATH (no password; env GOVERN_DSN may have one).",
+        ),
+        click.option(
+            "--defaults-file",
+            type=click.Path(dir_okay=False),
+            help="Read this option file instead of ~/.my.cnf ([client] and [govern] groups).",
+        ),
+        click.option("--ask-pass", is_flag=True, help="Prompt for the password."),
+    ]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from govern.connection import resolve_settings
+
+        values = {key: kwargs.pop(key) for key in _CONNECTION_KEYS}
+        kwargs["settings"] = resolve_settings(**values)
+        return command(*args, **kwargs)
+
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper  # type: ignore[return-value]
+
+
+def state_option(command: F) -> F:
+    """``--state PATH``: the SQLite state file (default under $XDG_STATE_HOME/govern/)."""
+    return click.option(
+        "--state",
+        "state_path",
+        type=click.Path(dir_okay=False),
+        envvar="GOVERN_STATE",
+        help="State file [default: $XDG_STATE_HOME/govern/state.db or ~/.local/state/govern/state.db].",
+    )(command)
+
+
+def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
+    return click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(choices),
+        default=default,
+        show_default=True,
+        help="Output format.",
+    )

@@ -1,0 +1,1 @@
+"""Click shells for the commands that belong to the core package."""

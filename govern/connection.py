@@ -1,0 +1,346 @@
+"""Connection settings resolved the way DBAs already work, and the one place that connects.
+
+Precedence, per setting (highest first) — documented in the README:
+
+1. explicit options: ``--host/-h``, ``--port/-P``, ``--user/-u``, ``--socket/-S``, ``--database/-D``
+2. ``--dsn mysql://user@host:port/db?unix_socket=...`` (never with a password: argv is public)
+3. ``--defaults-file FILE`` (read instead of ``~/.my.cnf``, like the mysql client)
+4. ``GOVERN_DSN`` from the environment (may carry a password)
+5. ``~/.my.cnf``, groups ``[client]``, ``[client-server]``, ``[client-mariadb]``, ``[govern]``
+6. ``MYSQL_HOST``, ``MYSQL_TCP_PORT``, ``MYSQL_UNIX_PORT``, ``MYSQL_PWD`` from the environment
+7. defaults: localhost through the default socket, the login user, port 3306
+
+``--ask-pass`` prompts and overrides every password source. A password is never taken from
+argv, and never printed: :class:`ConnectionSettings` hides it from ``repr``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import getpass
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pymysql
+import pymysql.cursors
+
+from govern.errors import ConfigError, ServerError, UsageError
+from govern.optionfile import default_option_file, read_option_file
+
+Connection = pymysql.connections.Connection
+
+DEFAULT_PORT = 3306
+#: Where Debian, RHEL and source builds put the server's socket, in the order tried.
+DEFAULT_SOCKETS = (
+    "/run/mysqld/mysqld.sock",
+    "/var/run/mysqld/mysqld.sock",
+    "/var/lib/mysql/mysql.sock",
+    "/tmp/mysql.sock",
+)
+_FIELDS = (
+    "host",
+    "port",
+    "user",
+    "password",
+    "socket",
+    "database",
+    "ssl_ca",
+    "ssl_cert",
+    "ssl_key",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ConnectionSettings:
+    """Where and how to connect. ``source`` says where each setting came from."""
+
+    host: str | None = None
+    port: int | None = None
+    user: str | None = None
+    password: str | None = dataclasses.field(default=None, repr=False)
+    socket: str | None = None
+    database: str | None = None
+    ssl_ca: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+    connect_timeout: float = 10.0
+    source: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
+
+    @property
+    def uses_socket(self) -> bool:
+        """True when the mysql client would use the Unix socket (no host, or localhost)."""
+        return self.host in (None, "", "localhost") and self.effective_socket is not None
+
+    @property
+    def effective_socket(self) -> str | None:
+        if self.socket:
+            return self.socket
+        if self.host in (None, "", "localhost"):
+            for candidate in DEFAULT_SOCKETS:
+                if os.path.exists(candidate):
+                    return candidate
+        return None
+
+    @property
+    def effective_user(self) -> str:
+        return self.user or getpass.getuser()
+
+    def describe(self) -> str:
+        """``user@host:port`` or ``user@localhost via /path.sock``; never the password."""
+        if self.uses_socket:
+            return f"{self.effective_user}@localhost via {self.effective_socket}"
+        return f"{self.effective_user}@{self.host or 'localhost'}:{self.port or DEFAULT_PORT}"
+
+    def with_password(self, password: str, source: str) -> ConnectionSettings:
+        return dataclasses.replace(
+            self, password=password, source={**self.source, "password": source}
+        )
+
+    def pymysql_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "user": self.effective_user,
+            "password": self.password or "",
+            "database": self.database,
+            "connect_timeout": self.connect_timeout,
+        }
+        if self.uses_socket:
+            kwargs["unix_socket"] = self.effective_socket
+        else:
+            kwargs["host"] = self.host or "localhost"
+            kwargs["port"] = self.port or DEFAULT_PORT
+        if self.ssl_ca or self.ssl_cert or self.ssl_key:
+            kwargs["ssl"] = {
+                k: v
+                for k, v in (("ca", self.ssl_ca), ("cert", self.ssl_cert), ("key", self.ssl_key))
+                if v
+            }
+        return kwargs
+
+
+def parse_dsn(dsn: str, *, where: str, allow_password: bool) -> dict[str, Any]:
+    """``mysql://user[:pw]@host[:port]/db?unix_socket=/path`` → settings fields.
+
+    ``where`` names the source (``--dsn`` or ``GOVERN_DSN``) in error messages.
+    """
+    try:
+        parts = urlsplit(dsn)
+        port = parts.port
+    except ValueError as exc:
+        raise UsageError(f"{where}: not a valid DSN ({exc})") from None
+    if parts.scheme not in ("mysql", "mariadb"):
+        raise UsageError(f"{where}: DSN must start with mysql:// or mariadb://")
+    if parts.password is not None and not allow_password:
+        raise UsageError(
+            f"{where}: a password in the DSN would be visible in the process list; "
+            "use ~/.my.cnf, --defaults-file, MYSQL_PWD or --ask-pass"
+        )
+    fields: dict[str, Any] = {}
+    if parts.username:
+        fields["user"] = unquote(parts.username)
+    if parts.password is not None:
+        fields["password"] = unquote(parts.password)
+    if parts.hostname:
+        fields["host"] = parts.hostname
+    if port:
+        fields["port"] = port
+    database = unquote(parts.path.lstrip("/"))
+    if database:
+        fields["database"] = database
+    query = parse_qs(parts.query)
+    for key, values in query.items():
+        name = {"unix_socket": "socket", "socket": "socket"}.get(key, key)
+        if name not in ("socket", "ssl_ca", "ssl_cert", "ssl_key"):
+            raise UsageError(f"{where}: unknown DSN parameter {key!r}")
+        fields[name] = values[-1]
+    return fields
+
+
+def _from_option_file(path: Path) -> dict[str, Any]:
+    options = read_option_file(path)
+    fields: dict[str, Any] = {}
+    for key in ("host", "user", "socket", "database", "ssl-ca", "ssl-cert", "ssl-key"):
+        if options.get(key):
+            fields[key.replace("-", "_")] = options[key]
+    if options.get("port"):
+        fields["port"] = _port(options["port"], f"{path}: port")
+    if "password" in options:
+        fields["password"] = options["password"] if options["password"] is not None else ""
+    return fields
+
+
+def _port(value: object, where: str) -> int:
+    try:
+        port = int(str(value))
+    except ValueError:
+        raise UsageError(f"{where}: port must be a number, got {value!r}") from None
+    if not 0 < port < 65536:
+        raise UsageError(f"{where}: port {port} is out of range")
+    return port
+
+
+def resolve_settings(
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    user: str | None = None,
+    socket: str | None = None,
+    database: str | None = None,
+    dsn: str | None = None,
+    defaults_file: str | None = None,
+    ask_pass: bool = False,
+    environ: Mapping[str, str] | None = None,
+    prompt: Callable[[str], str] = getpass.getpass,
+) -> ConnectionSettings:
+    """Merge every source in the documented precedence into one ConnectionSettings."""
+    env = os.environ if environ is None else environ
+    layers: list[tuple[str, dict[str, Any]]] = []
+    explicit = {
+        k: v
+        for k, v in (
+            ("host", host),
+            ("port", port),
+            ("user", user),
+            ("socket", socket),
+            ("database", database),
+        )
+        if v not in (None, "")
+    }
+    layers.append(("option", explicit))
+    if dsn:
+        layers.append(("--dsn", parse_dsn(dsn, where="--dsn", allow_password=False)))
+    if defaults_file:
+        path = Path(defaults_file)
+        if not path.is_file():
+            raise ConfigError(f"--defaults-file {defaults_file}: no such file")
+        layers.append((f"--defaults-file {path}", _from_option_file(path)))
+    if env.get("GOVERN_DSN"):
+        layers.append(
+            ("GOVERN_DSN", parse_dsn(env["GOVERN_DSN"], where="GOVERN_DSN", allow_password=True))
+        )
+    if not defaults_file:
+        home_file = default_option_file()
+        if home_file is not None:
+            layers.append((str(home_file), _from_option_file(home_file)))
+    env_fields: dict[str, Any] = {}
+    if env.get("MYSQL_HOST"):
+        env_fields["host"] = env["MYSQL_HOST"]
+    if env.get("MYSQL_TCP_PORT"):
+        env_fields["port"] = _port(env["MYSQL_TCP_PORT"], "MYSQL_TCP_PORT")
+    if env.get("MYSQL_UNIX_PORT"):
+        env_fields["socket"] = env["MYSQL_UNIX_PORT"]
+    if "MYSQL_PWD" in env:
+        env_fields["password"] = env["MYSQL_PWD"]
+    layers.append(("environment", env_fields))
+
+    merged: dict[str, Any] = {}
+    source: dict[str, str] = {}
+    for name, fields in layers:
+        for key, value in fields.items():
+            if key not in merged:
+                merged[key] = value
+                source[key] = name
+    if "port" in merged:
+        merged["port"] = _port(merged["port"], source["port"])
+    # A remote host and a socket from different sources: the more explicit one wins
+    # (``-S`` beats a host in ~/.my.cnf; ``-h db1`` beats a socket in ~/.my.cnf).
+    if "host" in merged and merged["host"] not in ("localhost", "") and "socket" in merged:
+        loser = (
+            "socket" if _rank(source["socket"], layers) >= _rank(source["host"], layers) else "host"
+        )
+        del merged[loser]
+        del source[loser]
+    values: dict[str, Any] = {k: merged.get(k) for k in _FIELDS}
+    settings = ConnectionSettings(**values, source=source)
+    if ask_pass:
+        settings = settings.with_password(prompt(f"Password for {settings.describe()}: "), "prompt")
+    return settings
+
+
+def _rank(source_name: str, layers: list[tuple[str, dict[str, Any]]]) -> int:
+    return next(i for i, (name, _) in enumerate(layers) if name == source_name)
+
+
+def connect(settings: ConnectionSettings, **overrides: Any) -> Connection:
+    """Open an autocommit utf8mb4 connection, or raise ServerError with one clear line."""
+    kwargs = settings.pymysql_kwargs()
+    kwargs.update(
+        autocommit=True,
+        charset="utf8mb4",
+        program_name="govern",
+        cursorclass=pymysql.cursors.Cursor,
+    )
+    kwargs.update(overrides)
+    try:
+        return pymysql.connect(**kwargs)
+    except pymysql.err.MySQLError as exc:
+        raise ServerError(f"cannot connect to {settings.describe()}: {error_text(exc)}") from None
+    except OSError as exc:  # e.g. a socket path that is not a socket
+        raise ServerError(f"cannot connect to {settings.describe()}: {exc}") from None
+
+
+def error_text(exc: BaseException) -> str:
+    """``message (errno)`` for a PyMySQL error, one line, for the user."""
+    args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
+    if len(args) >= 2 and isinstance(args[0], int):
+        message = str(args[1]).splitlines()[0] if str(args[1]) else ""
+        return f"{message} ({args[0]})"
+    return str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
+
+
+def write_defaults_file(settings: ConnectionSettings, path: str | os.PathLike[str]) -> Path:
+    """Write ``settings`` as a 0600 ``[client]`` option file for a child mysql client or job.
+
+    This is how govern hands credentials to a job without putting them in argv.
+    """
+    path = Path(path)
+    lines = ["[client]"]
+    if settings.uses_socket:
+        lines.append(f"socket={_quote(settings.effective_socket or '')}")
+    else:
+        lines.append(f"host={_quote(settings.host or 'localhost')}")
+        lines.append(f"port={settings.port or DEFAULT_PORT}")
+    lines.append(f"user={_quote(settings.effective_user)}")
+    if settings.password:
+        lines.append(f"password={_quote(settings.password)}")
+    if settings.database:
+        lines.append(f"database={_quote(settings.database)}")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, stat.S_IRUSR | stat.S_IWUSR)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), 0o600)
+        handle.write("\n".join(lines) + "\n")
+    return path
+
+
+def temporary_defaults_file(settings: ConnectionSettings) -> Path:
+    """A fresh 0600 option file in a private temp dir; the caller deletes it."""
+    folder = Path(tempfile.mkdtemp(prefix="govern-"))
+    return write_defaults_file(settings, folder / "client.cnf")
+
+
+def _quote(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def query_all(conn: Connection, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
+def query_one(conn: Connection, sql: str, args: Any = None) -> tuple[Any, ...] | None:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        row = cur.fetchone()
+        return tuple(row) if row is not None else None
+
+
+def query_dicts(conn: Connection, sql: str, args: Any = None) -> list[dict[str, Any]]:
+    with conn.cursor(pymysql.cursors.DictCursor) as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())

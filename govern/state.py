@@ -1,0 +1,173 @@
+"""The local state store: one SQLite file, private to its owner, shared by every govern command.
+
+Run journals, run history and scheduler history live here (later migrations add
+their tables). The file is created 0600 in a 0700 directory, uses WAL so readers
+never block the writer, and waits on a busy timeout instead of failing when two
+govern processes write at once.
+
+Migrations are named, not numbered, so features developed side by side never
+collide: append a new ``Migration`` to ``MIGRATIONS``; never edit one that shipped.
+A migration's SQL is split on ``;``, so keep semicolons out of its statements' bodies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import sqlite3
+import stat
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from govern import __version__
+from govern.errors import ConfigError
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Migration:
+    id: str
+    sql: str
+
+
+MIGRATIONS: list[Migration] = [
+    Migration(
+        "0001_meta",
+        """
+        CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        """,
+    ),
+]
+
+
+def default_state_path() -> Path:
+    """``$XDG_STATE_HOME/govern/state.db``, else ``~/.local/state/govern/state.db``."""
+    base = os.environ.get("XDG_STATE_HOME")
+    root = Path(base) if base else Path.home() / ".local" / "state"
+    return root / "govern" / "state.db"
+
+
+def utcnow() -> str:
+    """Timestamps in the store: ISO 8601 UTC with microseconds, sortable as text."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+class StateStore:
+    """An open state store. Use :meth:`open`; close it (or use ``with``) when done."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+        self.path = path
+        self.db = connection
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None) -> StateStore:
+        target = Path(path) if path else default_state_path()
+        _create_private(target)
+        try:
+            connection = sqlite3.connect(
+                target,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            connection.row_factory = sqlite3.Row
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA foreign_keys = ON")
+            store = cls(target, connection)
+            store.migrate()
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"{target}: not a usable govern state file ({exc})") from None
+        for suffix in ("-wal", "-shm"):
+            sidecar = Path(str(target) + suffix)
+            if sidecar.exists():
+                os.chmod(sidecar, 0o600)
+        return store
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> StateStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction taken up front (BEGIN IMMEDIATE), so it never deadlocks later."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def applied_migrations(self) -> list[str]:
+        rows = self.db.execute("SELECT id FROM schema_migrations ORDER BY seq").fetchall()
+        return [str(r[0]) for r in rows]
+
+    @property
+    def schema_version(self) -> int:
+        """How many known migrations this file has: the schema version."""
+        known = {m.id for m in MIGRATIONS}
+        return sum(1 for m in self.applied_migrations() if m in known)
+
+    def migrate(self, migrations: list[Migration] | None = None) -> list[str]:
+        """Apply the migrations this file lacks, in order, each in its own transaction."""
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+            " applied_at TEXT NOT NULL, govern_version TEXT NOT NULL)"
+        )
+        applied: list[str] = []
+        for migration in MIGRATIONS if migrations is None else migrations:
+            with self.transaction() as db:
+                done = db.execute(
+                    "SELECT 1 FROM schema_migrations WHERE id = ?", (migration.id,)
+                ).fetchone()
+                if done:
+                    continue
+                for statement in _statements(migration.sql):
+                    db.execute(statement)
+                db.execute(
+                    "INSERT INTO schema_migrations (id, applied_at, govern_version) VALUES (?, ?, ?)",
+                    (migration.id, utcnow(), __version__),
+                )
+                applied.append(migration.id)
+        return applied
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+
+def _statements(sql: str) -> list[str]:
+    return [s.strip() for s in sql.split(";") if s.strip()]
+
+
+def _create_private(path: Path) -> None:
+    """Create the directory 0700 and the file 0600 before SQLite ever touches them."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, stat.S_IRUSR | stat.S_IWUSR)
+        os.close(fd)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot create the state file ({exc.strerror})") from None
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    if mode & 0o077:
+        os.chmod(path, 0o600)

@@ -1,0 +1,1 @@
+"""Nightly summarization: policies, catalog, and the scheduling service."""

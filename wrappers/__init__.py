@@ -1,0 +1,1 @@
+"""Runners behind ``govern run``: slow-log governance around heavy jobs."""
