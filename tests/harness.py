@@ -42,6 +42,16 @@ ACCOUNTS: dict[str, tuple[str, str, str]] = {
 APP_SCHEMA = "app"
 
 
+def _alive(pid: int) -> bool:
+    """Running and not a zombie (a killed child we have not reaped yet counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
 def free_port() -> int:
     for _ in range(50):
         with socket.socket() as sock:
@@ -77,6 +87,7 @@ class MariaDB:
         saved = json.loads(meta.read_text()) if meta.exists() else {}
         self.port = int(saved.get("port") or port or free_port())
         self.server_id = int(saved.get("server_id", server_id))
+        self._proc: subprocess.Popen[bytes] | None = None
         self.passwords: dict[str, str] = saved.get("passwords") or {
             name: secrets.token_hex(12) for name in ["root", *ACCOUNTS]
         }
@@ -180,11 +191,9 @@ class MariaDB:
             pid = int(self.pidfile.read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        return pid
+        if self._proc is not None:
+            self._proc.poll()  # reap our own child so it does not linger as a zombie
+        return pid if _alive(pid) else None
 
     def start(self, timeout: float = 90) -> None:
         """Initialise on first use, start, and wait until it answers."""
@@ -214,7 +223,7 @@ class MariaDB:
             if result.returncode != 0:
                 raise RuntimeError(f"mariadb-install-db failed:\n{result.stdout}\n{result.stderr}")
             self._prepare_dirs()
-        subprocess.Popen(
+        self._proc = subprocess.Popen(
             [_mariadbd(), f"--defaults-file={self.cnf}"],
             stdin=subprocess.DEVNULL,
             stdout=open(self.base / "mariadbd.out", "ab"),  # noqa: SIM115
@@ -298,10 +307,10 @@ class MariaDB:
             self._wait_gone(pid)
 
     def _wait_gone(self, pid: int) -> None:
-        for _ in range(200):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+        for _ in range(400):
+            if self._proc is not None:
+                self._proc.poll()
+            if not _alive(pid):
                 return
             time.sleep(0.05)
 
