@@ -43,10 +43,10 @@ class Option:
             value, expected
         ):
             raise ConfigError(
-                f"{where}: {self.name} must be {expected.__name__}, not {type(value).__name__}"
+                f"{where} {self.name} must be {expected.__name__}, not {type(value).__name__}"
             )
         if isinstance(value, list) and not all(isinstance(item, str) for item in value):
-            raise ConfigError(f"{where}: {self.name} must be a list of strings")
+            raise ConfigError(f"{where} {self.name} must be a list of strings")
         return value
 
 

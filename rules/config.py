@@ -197,6 +197,14 @@ def load_config(path: Path) -> RulesConfig | None:
     return parse_config(data, path)
 
 
+def _shortest(path: Path) -> Path:
+    """``path`` relative to the working directory when it is below it (for messages)."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
 class ConfigFinder:
     """Finds (and caches) the nearest config for each file's directory."""
 
@@ -224,7 +232,7 @@ class ConfigFinder:
         for name in CONFIG_NAMES:
             candidate = directory / name
             if candidate.is_file():
-                found = load_config(candidate)
+                found = load_config(_shortest(candidate))
                 if found is not None:
                     break
         if found is None:

@@ -66,7 +66,7 @@ def parse_suppressions(
     source: Source, comments: Iterable[Token], statements: Sequence[Statement], known: set[str]
 ) -> tuple[list[Suppression], list[Finding]]:
     """Suppressions in ``comments`` and META002 findings for the unreadable ones."""
-    spans = sorted((s.start, s.end, s.lines) for s in statements if s.tokens)
+    spans = sorted((s.start, max(s.end, s.stop or 0), s.lines) for s in statements if s.tokens)
     starts = [span[0] for span in spans]
     suppressions: list[Suppression] = []
     problems: list[Finding] = []

@@ -72,11 +72,13 @@ def split(source: Source) -> tuple[list[Statement], list[Token]]:
     depth = 0  # BEGIN/CASE … END nesting inside a stored program (only with ';')
     program = False
 
-    def flush(terminated: bool) -> None:
+    def flush(terminated: bool, stop: int | None = None) -> None:
         nonlocal current, depth, program
         if current:
             statements.append(
-                Statement(source, current, terminated=terminated, unclosed_block=depth > 0)
+                Statement(
+                    source, current, terminated=terminated, unclosed_block=depth > 0, stop=stop
+                )
             )
         current = []
         depth = 0
@@ -99,12 +101,12 @@ def split(source: Source) -> tuple[list[Statement], list[Token]]:
             continue
         if delimiter == ";":
             if kind is OP and token.value == ";" and depth <= 0:
-                flush(True)
+                flush(True, token.end)
                 index += 1
                 continue
         elif text.startswith(delimiter, token.start):
-            flush(True)
             end = token.start + len(delimiter)
+            flush(True, end)
             while index < len(tokens) and tokens[index].start < end:
                 index += 1
             continue
@@ -225,7 +227,10 @@ def program_body(routine: Statement) -> list[Statement]:
         else:
             end = _statement_end(tokens, index)
             loops = tuple(loop for _, loop in frames if loop is not None)
-            inner = Statement(routine.source, tokens[index:end], routine=routine, loops=loops)
+            stop = tokens[end].end if end < count else None
+            inner = Statement(
+                routine.source, tokens[index:end], routine=routine, loops=loops, stop=stop
+            )
             if inner.keyword == "FETCH" and loops:
                 _mark_cursor(inner, loops)
             body.append(inner)

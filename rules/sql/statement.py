@@ -59,6 +59,10 @@ _TABLE_LIST_END = frozenset(
         "RETURNING",
     }
 )
+#: INSERT [LOW_PRIORITY|DELAYED|HIGH_PRIORITY] [IGNORE] [INTO], DELETE [QUICK] …
+_TABLE_PREFIX_WORDS = frozenset(
+    {"LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "INTO", "QUICK"}
+)
 _JOIN_WORDS = frozenset({"JOIN", "INNER", "CROSS", "LEFT", "RIGHT", "OUTER", "NATURAL", "FULL"})
 
 
@@ -100,6 +104,8 @@ class Statement:
     stats: Mapping[str, Any] | None = None
     #: Statements inside a stored program's body (for CREATE PROCEDURE and friends).
     body: list[Statement] = dataclasses.field(default_factory=list)
+    #: Offset just past the terminating delimiter (None: the statement's last token).
+    stop: int | None = None
 
     @classmethod
     def from_sql(
@@ -138,8 +144,9 @@ class Statement:
 
     @cached_property
     def lines(self) -> tuple[int, int]:
-        """First and last line the statement covers."""
-        return self.source.position(self.start)[0], self.source.position(self.end)[0]
+        """First and last line the statement covers, its delimiter included."""
+        last = max(self.end, self.stop or 0)
+        return self.source.position(self.start)[0], self.source.position(max(last - 1, 0))[0]
 
     # --- structure --------------------------------------------------------------------
     @cached_property
@@ -322,46 +329,40 @@ class Statement:
 
     @cached_property
     def tables(self) -> list[TableRef]:
-        """Tables read or written: names after FROM, JOIN, commas in a FROM list,
-        UPDATE, INTO and DELETE … FROM; CTE names and derived tables excluded."""
+        """Tables read or written: names after FROM, JOIN, commas of a FROM list, UPDATE,
+        INSERT/REPLACE … INTO; CTE names, DUAL and derived tables excluded."""
         tokens = self.tokens
+        depths = self.depths
         refs: list[TableRef] = []
         introducers = set(_TABLE_INTRODUCERS)
         if self.keyword in ("UPDATE", "INSERT", "REPLACE"):
-            introducers.add(self.keyword)
-            introducers.add("INTO")
+            introducers.update((self.keyword, "INTO"))
+        in_from: set[int] = set()  # depths at which a FROM list is open
         index = 0
         count = len(tokens)
         while index < count:
             token = tokens[index]
-            if token.kind is not WORD or token.value not in introducers:
+            depth = depths[index]
+            if token.kind is WORD and token.value in _TABLE_LIST_END - {"ON", "USING", "SET"}:
+                in_from.discard(depth)
+            is_comma = token.kind is OP and token.value == "," and depth in in_from
+            if not is_comma and (token.kind is not WORD or token.value not in introducers):
                 index += 1
                 continue
+            if token.value == "FROM":
+                in_from.add(depth)
             index += 1
-            # INSERT [LOW_PRIORITY|DELAYED|HIGH_PRIORITY] [IGNORE] [INTO]
-            while index < count and tokens[index].value in (
-                "LOW_PRIORITY",
-                "DELAYED",
-                "HIGH_PRIORITY",
-                "IGNORE",
-                "INTO",
-                "QUICK",
-            ):
+            while index < count and tokens[index].value in _TABLE_PREFIX_WORDS:
                 index += 1
-            while True:
-                name = self.qualified_name(index)
-                if name is None or (name[0] is None and name[1].upper() in _TABLE_LIST_END):
-                    break
-                schema, table, index = name
-                if schema is not None or (
-                    table.lower() not in self.cte_names and table.upper() != "DUAL"
-                ):
-                    refs.append(TableRef(index - 1, schema, table))
-                index = self._skip_table_suffix(index)
-                if index < count and tokens[index].value == ",":
-                    index += 1
-                    continue
-                break
+            name = self.qualified_name(index)
+            if name is None or (name[0] is None and name[1].upper() in _TABLE_LIST_END):
+                continue
+            schema, table, index = name
+            if schema is not None or (
+                table.lower() not in self.cte_names and table.upper() != "DUAL"
+            ):
+                refs.append(TableRef(index - 1, schema, table))
+            index = self._skip_table_suffix(index)
         return refs
 
     def _skip_table_suffix(self, index: int) -> int:
