@@ -131,9 +131,9 @@ def split(source: Source) -> tuple[list[Statement], list[Token]]:
 
 
 def _next_code(tokens: list[Token], index: int) -> Token | None:
-    for token in tokens[index + 1 :]:
-        if token.kind is not COMMENT:
-            return token
+    for following in range(index + 1, len(tokens)):
+        if tokens[following].kind is not COMMENT:
+            return tokens[following]
     return None
 
 
