@@ -309,7 +309,7 @@ class OdkuValuesDeprecated(Rule):
 
 @register
 class OdkuSyntaxUnsupported(Rule):
-    """An upsert row alias (``VALUES (…) AS new``) on a server without one: a syntax error.
+    """An upsert row alias (VALUES (…) AS new) on a server without one: a syntax error.
 
     The row alias exists from MySQL 8.0.19 and in no MariaDB release (measured:
     error 1064 on MariaDB 10.11). Use VALUE(col) on MariaDB 10.3+, VALUES(col) on
