@@ -62,6 +62,13 @@ class Context:
     temporary_tables: frozenset[str] = frozenset()
     stored_functions: frozenset[str] = frozenset()
 
+    @property
+    def target_label(self) -> str:
+        """How messages name the target: as the user did, else ``mariadb-10.11``."""
+        if self.target_name:
+            return self.target_name
+        return self.target.target if self.target is not None else "the target"
+
     @classmethod
     def for_script(
         cls, script: Script | None, target: ServerInfo | None, target_name: str | None

@@ -7,22 +7,11 @@ from pathlib import Path
 
 import click
 
-from govern.cli_options import connection_options, format_option
+from govern.cli_options import connection_options, connection_options_given, format_option
 from govern.connection import ConnectionSettings
 from govern.errors import EXIT_FINDINGS, UsageError
 from govern.output import is_terminal, print_json
 from rules.model import Severity
-
-_CONNECTION_PARAMS = (
-    "host",
-    "port",
-    "user",
-    "socket",
-    "database",
-    "dsn",
-    "defaults_file",
-    "ask_pass",
-)
 
 
 def _ids(values: tuple[str, ...], option: str) -> list[str]:
@@ -38,11 +27,7 @@ def _ids(values: tuple[str, ...], option: str) -> list[str]:
 
 def _wants_server(target: str | None) -> bool:
     """``--target server`` or any connection option on the command line."""
-    ctx = click.get_current_context()
-    given = any(
-        ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
-        for name in _CONNECTION_PARAMS
-    )
+    given = connection_options_given(click.get_current_context())
     if given and target not in (None, "server"):
         raise UsageError("--target: give a target name or connection options, not both")
     return given or target == "server"

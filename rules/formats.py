@@ -85,15 +85,9 @@ def render_github(report: LintReport) -> str:
     lines = []
     for finding in report.findings:
         loc = finding.location
+        names = {"line": "line", "column": "col", "end_line": "endLine", "end_column": "endColumn"}
         props = [f"file={_escape_property(loc.path or '<stdin>')}"]
-        for key, value in (
-            ("line", loc.line),
-            ("col", loc.column),
-            ("endLine", loc.end_line),
-            ("endColumn", loc.end_column),
-        ):
-            if value is not None:
-                props.append(f"{key}={value}")
+        props += [f"{names[key]}={value}" for key, value in loc.span().items()]
         props.append(f"title={_escape_property(f'{finding.rule_id} {finding.rule_name}')}")
         lines.append(
             f"::{level[finding.severity]} {','.join(props)}::{_escape_data(finding.message)}"

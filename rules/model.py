@@ -53,6 +53,16 @@ class Location:
     end_column: int | None = None
     class_id: str | None = None
 
+    def span(self) -> dict[str, int]:
+        """The known ones of line, column, end_line, end_column."""
+        fields = {
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+        }
+        return {key: value for key, value in fields.items() if value is not None}
+
     def __str__(self) -> str:
         if self.path is None and self.class_id is not None:
             return f"class {self.class_id}"

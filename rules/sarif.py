@@ -50,15 +50,9 @@ def sarif_document(report: LintReport) -> dict[str, Any]:
     results = []
     for finding in report.findings:
         loc = finding.location
-        region: dict[str, int] = {}
-        for key, value in (
-            ("startLine", loc.line),
-            ("startColumn", loc.column),
-            ("endLine", loc.end_line),
-            ("endColumn", loc.end_column),
-        ):
-            if value is not None:
-                region[key] = value
+        names = {"line": "startLine", "column": "startColumn", "end_line": "endLine"}
+        names["end_column"] = "endColumn"
+        region = {names[key]: value for key, value in loc.span().items()}
         physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(loc.path)}}
         if region:
             physical["region"] = region

@@ -132,7 +132,7 @@ class PacketShare(Rule):
         if configured > 0:
             return configured, "configured"
         if ctx.target is not None and "max_allowed_packet" in ctx.target.variables:
-            return ctx.target.max_allowed_packet, ctx.target_name or ctx.target.target
+            return ctx.target.max_allowed_packet, ctx.target_label
         return CONSERVATIVE_PACKET, "no target: MySQL 5.7's default"
 
 
@@ -301,7 +301,7 @@ class OdkuValuesDeprecated(Rule):
             yield self.finding(
                 statement,
                 f"VALUES() in ON DUPLICATE KEY UPDATE is deprecated on "
-                f"{ctx.target_name or ctx.target.target} (warning 1287): use {odku_reference(ctx)}",
+                f"{ctx.target_label} (warning 1287): use {odku_reference(ctx)}",
                 at=calls[0],
                 evidence={"calls": len(calls)},
             )
@@ -342,7 +342,7 @@ class OdkuSyntaxUnsupported(Rule):
         yield self.finding(
             statement,
             f"row alias AS … after VALUES is a syntax error on "
-            f"{ctx.target_name or target.target}: use {odku_reference(ctx)}",
+            f"{ctx.target_label}: use {odku_reference(ctx)}",
             at=alias,
         )
 

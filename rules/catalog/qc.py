@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from rules.base import Context, Option, Rule
 from rules.model import Finding, Need, Severity
 from rules.registry import register
-from rules.sql.lexer import OP, SYSVAR, VAR, WORD
+from rules.sql.lexer import SYSVAR, VAR, WORD
 from rules.sql.statement import CACHE_HINTS, Statement
 
 #: Functions whose result is not a function of table data (MySQL's never-cache list).
@@ -330,7 +330,7 @@ class QueryCacheUnavailable(Rule):
             return
         words = statement.words
         if not target.has_query_cache:
-            yield from self._removed(statement, ctx.target_name or target.target)
+            yield from self._removed(statement, ctx.target_label)
             return
         kind = (target.query_cache_type or "").upper()
         size = target.variables.get("query_cache_size")
@@ -491,8 +491,3 @@ class SqlCachePolicy(Rule):
             at=statement.outer_select,
             evidence={"tables": [t.qualified for t in tables]},
         )
-
-
-def _is_op(statement: Statement, index: int, value: str) -> bool:
-    token = statement.tokens[index]
-    return token.kind is OP and token.value == value
