@@ -127,7 +127,7 @@ def test_packet_size_splits_statements(server: MariaDB, connect: Connect) -> Non
     result = writer.write(rows)
     assert result.inserted == 100 and inserts_sent(conn) - before == len(sizes)
     too_big = [(1006, "small"), (1007, "y" * 70_000)]
-    with pytest.raises(RowTooLarge, match=r"row 2 \(key \(1007,\)\) needs 70,\d{3} bytes"):
+    with pytest.raises(RowTooLarge, match=r"row 2: key \(1007,\) needs 70,\d{3} bytes"):
         upsert(conn, "wide", too_big, key="id", columns=["id", "doc"])
     assert fetch(conn, "SELECT COUNT(*) FROM wide WHERE id > 999") == [(0,)]
 

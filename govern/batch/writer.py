@@ -55,6 +55,10 @@ class BatchResult(BatchCounts):
     #: things the caller should know (a non-transactional engine, several unique keys…)
     notes: list[str] = dataclasses.field(default_factory=list)
 
+    def forget_uncommitted(self) -> None:
+        """After a rollback of the one transaction: nothing was written after all."""
+        self.inserted = self.updated = self.unchanged = self.batches = 0
+
     def add_batch(self, counts: BatchCounts, messages: Sequence[str]) -> None:
         self.add(counts)
         self.batches += 1
@@ -164,6 +168,7 @@ class BatchWriter:
         self._texts: dict[int, str] = {}
         self._found_rows = bool(getattr(conn, "client_flag", 0) & CLIENT.FOUND_ROWS)
         self._key_positions = [self.columns.index(c) for c in self.key]
+        self._autocommit = True
         if not self.table.transactional:
             self.notes.append(
                 f"{self.table.label} uses {self.table.engine}, which has no transactions:"
@@ -215,7 +220,9 @@ class BatchWriter:
                 raise UsageError(f"row {number}: {len(row)} values for {width} columns")
             need = sizing.row_bytes(row)
             if need > self._budget:
-                self._check_fits(row, number)
+                reason = self.too_large(row)
+                if reason:
+                    raise RowTooLarge(f"row {number}: {reason}")
             if batch and (len(batch) >= self.max_rows or size + need > self._budget):
                 yield batch
                 batch, size = [], 0
@@ -224,17 +231,19 @@ class BatchWriter:
         if batch:
             yield batch
 
-    def _check_fits(self, row: Row, number: int) -> None:
-        """The bound said no; measure the row exactly before refusing it."""
-        text = self._text(1)
-        with self.conn.cursor() as cur:
-            exact = len(cur.mogrify(text, list(row)).encode("utf-8", "surrogateescape"))
-        if exact + sizing.PACKET_HEADROOM > self.packet_limit:
-            raise RowTooLarge(
-                f"row {number} (key {self.key_of(row)}) needs {exact:,} bytes in a statement;"
-                f" max_allowed_packet allows {self.packet_limit:,}: raise it on the server"
-                " (it takes effect for new connections)"
-            )
+    def too_large(self, row: Row) -> str | None:
+        """Why ``row`` cannot be sent in any statement, or None when it fits."""
+        if sizing.row_bytes(row) <= self._budget:
+            return None
+        with self.conn.cursor() as cur:  # the bound said no: measure it exactly
+            exact = len(cur.mogrify(self._text(1), list(row)).encode("utf-8", "surrogateescape"))
+        if exact + sizing.PACKET_HEADROOM <= self.packet_limit:
+            return None
+        return (
+            f"key {self.key_of(row)} needs {exact:,} bytes in a statement;"
+            f" max_allowed_packet allows {self.packet_limit:,}: raise it on the server"
+            " (it takes effect for new connections)"
+        )
 
     def key_of(self, row: Row) -> tuple[Any, ...]:
         """The row's key values (its first column when the writer has no key)."""
@@ -294,49 +303,59 @@ class BatchWriter:
         rows = query_all(self.conn, f"SHOW WARNINGS LIMIT {WARNING_SAMPLE}")
         return [f"{level} {code}: {message}" for level, code, message in rows]
 
-    def write(
-        self, rows: Iterable[Row], *, progress: Callable[[int], None] | None = None
-    ) -> BatchResult:
-        """Write every row; raise BatchError for the first batch that fails."""
+    @contextlib.contextmanager
+    def transaction_scope(self) -> Iterator[BatchResult]:
+        """A fresh result; with ``transaction="all"`` also the one transaction around the batches.
+
+        Commits when the block ends, rolls back when it raises; times the work.
+        """
         started = time.monotonic()
         result = BatchResult(notes=list(self.notes))
-        autocommit = bool(self.conn.get_autocommit())
+        self._autocommit = bool(self.conn.get_autocommit())
         if self.transaction == "all":
             self.conn.begin()
-        pending = BatchResult()  # counted but not yet committed (transaction="all")
-        first_row = 0
         try:
-            for index, batch in enumerate(self.batches(rows)):
-                counts, messages = self._apply(batch, index, first_row, autocommit, result)
-                (pending if self.transaction == "all" else result).add_batch(counts, messages)
-                first_row += len(batch)
-                if progress is not None:
-                    progress(len(batch))
+            yield result
             if self.transaction == "all":
                 self.conn.commit()
-                result.add(pending)
-                result.batches += pending.batches
-                result.warning_messages.extend(pending.warning_messages)
         except BaseException:
             if self.transaction == "all":
                 with contextlib.suppress(pymysql.err.Error):
                     self.conn.rollback()
+                result.forget_uncommitted()
             raise
         finally:
             result.seconds = time.monotonic() - started
+
+    def write(
+        self, rows: Iterable[Row], *, progress: Callable[[int], None] | None = None
+    ) -> BatchResult:
+        """Write every row; raise BatchError for the first batch that fails."""
+        with self.transaction_scope() as result:
+            first_row = 0
+            for index, batch in enumerate(self.batches(rows)):
+                self.apply_batch(batch, index, first_row, result)
+                first_row += len(batch)
+                if progress is not None:
+                    progress(len(batch))
         return result
 
-    def _apply(
-        self, batch: list[Row], index: int, first_row: int, autocommit: bool, result: BatchResult
-    ) -> tuple[BatchCounts, list[str]]:
-        """One batch in its own transaction, retried on deadlock or lock wait timeout."""
-        own_commit = self.transaction == "batch" and not autocommit
+    def apply_batch(
+        self, batch: list[Row], index: int, first_row: int, result: BatchResult
+    ) -> None:
+        """One batch in its own transaction, retried on deadlock or lock wait timeout.
+
+        Adds its counts to ``result``; raises BatchError (nothing of the batch applied).
+        Call it inside :meth:`transaction_scope`.
+        """
+        own_commit = self.transaction == "batch" and not self._autocommit
         for attempt in range(self.retries + 1):
             try:
                 counts, messages = self.write_batch(batch)
                 if own_commit:
                     self.conn.commit()
-                return counts, messages
+                result.add_batch(counts, messages)
+                return
             except pymysql.err.MySQLError as exc:
                 if own_commit:
                     with contextlib.suppress(pymysql.err.Error):
@@ -347,7 +366,6 @@ class BatchWriter:
                     time.sleep(0.05 * 2**attempt)
                     continue
                 raise self._failure(exc, batch, index, first_row, result) from exc
-        raise AssertionError("unreachable")
 
     def _failure(
         self,
@@ -371,7 +389,6 @@ class BatchWriter:
             f"{self.table.label}: batch {index} (rows {first_row + 1}-{first_row + len(batch)},"
             f" first key {key_text}) failed: {error_text(exc)}; {after}"
         )
-        committed = result if self.transaction != "all" else BatchResult(notes=result.notes)
         return BatchError(
             message,
             index=index,
@@ -379,5 +396,5 @@ class BatchWriter:
             first_key=key,
             rows=batch,
             cause=exc,
-            result=committed,
+            result=result,
         )
