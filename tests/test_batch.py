@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -253,10 +252,9 @@ def test_refuses_read_only_and_replica(
             columns=["id", "name", "qty"],
         )
     run(connect(), "SET GLOBAL read_only = OFF")
+    position = fetch(connect(), "SELECT @@gtid_binlog_pos")[0][0]
     conn: Any = replica.connect("root")
-    deadline = time.monotonic() + 30
-    while not fetch(conn, "SHOW TABLES FROM app LIKE 'items'") and time.monotonic() < deadline:
-        time.sleep(0.1)  # the table reaches the replica through replication
+    assert fetch(conn, f"SELECT MASTER_GTID_WAIT('{position}', 30)") == [(0,)]  # caught up
     conn.select_db("app")
     run(conn, "SET GLOBAL read_only = OFF")  # even writable, a replica is refused
     try:

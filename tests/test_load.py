@@ -277,3 +277,18 @@ def test_row_file_reads_multiline_records_from_their_first_line(tmp_path: Path) 
             (5, ("2", "")),
             BadRow(6, "1 fields, the header has 2"),
         ]
+
+
+def test_row_too_large_for_the_packet_is_a_bad_row(
+    server: MariaDB, connect: Any, db: Any, tmp_path: Path
+) -> None:
+    with connect().cursor() as cur:
+        cur.execute("SET GLOBAL max_allowed_packet = 65536")  # govern load connects afterwards
+    huge = "y" * 70_000
+    path = write(tmp_path / "big.csv", f"id,name,note\n1,a,small\n2,b,{huge}\n3,c,small\n")
+    result = govern_load(server, path, "-t", "app.items", "-k", "id", "--json")
+    assert result.exit_code == 1
+    bad = report(result)["bad_row_samples"]
+    assert [b["line"] for b in bad] == [3]
+    assert "max_allowed_packet allows 65,536" in bad[0]["reason"]
+    assert rows(db, "SELECT id FROM items ORDER BY id") == [(1,), (3,)]

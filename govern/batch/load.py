@@ -189,18 +189,17 @@ def _run(
                 skip(record)
                 continue
             line, values = record
-            too_large = writer.too_large(values)
-            if too_large:
-                skip(BadRow(line, too_large))
-                continue
             lines.append(line)
             yield values
+
+    def reject(row: Row, reason: str) -> None:
+        skip(BadRow(lines.pop(), reason))  # the row batches() just pulled: the newest line
 
     try:
         with writer.transaction_scope() as result:
             report.result = result
             first_row = 0
-            for index, batch in enumerate(writer.batches(good_rows())):
+            for index, batch in enumerate(writer.batches(good_rows(), reject=reject)):
                 batch_lines = [lines.popleft() for _ in batch]
                 try:
                     writer.apply_batch(batch, index, first_row, result)

@@ -38,25 +38,31 @@ def rows_per_statement(batch_size: int, width: int) -> int:
 
 
 def value_bytes(value: Any) -> int:
-    """An upper bound of the bytes ``value`` takes in the statement once escaped."""
+    """An upper bound of the bytes ``value`` takes in the statement once escaped.
+
+    Called for every value written, so the common kinds come first.
+    """
     kind = value.__class__
     if kind is str:
         size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
         return 2 * size + 4
+    if kind is int:
+        return _SMALL_LITERAL if -(2**63) <= value < 2**64 else len(str(value)) + 4
+    if kind is float or value is None or kind in _FIXED_SIZE:
+        return _SMALL_LITERAL
     if kind in (bytes, bytearray):
         return 2 * len(value) + 16  # X'hex' or _binary X'hex'
     if kind is decimal.Decimal:
         return len(str(value)) + 4
-    if kind in (int, float, bool, datetime.date, datetime.datetime, datetime.time) or value is None:
-        if kind is int and value.bit_length() > 64:
-            return len(str(value)) + 4
-        return _SMALL_LITERAL
     return 2 * len(str(value)) + 4  # anything else the driver turns into a string
+
+
+_FIXED_SIZE = frozenset({bool, datetime.date, datetime.datetime, datetime.time, datetime.timedelta})
 
 
 def row_bytes(row: Sequence[Any]) -> int:
     """An upper bound of the bytes of ``(v1, v2, …),`` for this row."""
-    return sum(value_bytes(value) for value in row) + 4
+    return sum(map(value_bytes, row)) + 4
 
 
 def packet_limit(conn: Connection, server: ServerInfo) -> int:

@@ -145,9 +145,9 @@ class BatchWriter:
         if batch_size < 1:
             raise UsageError(f"batch size {batch_size}: must be at least 1")
         self.conn = conn
-        self.table = table if isinstance(table, TableInfo) else describe(conn, table)
         self.server = server or detect(conn)
-        self.notes = check_writable(self.server, self.table.label)
+        self.notes = check_writable(self.server, table if isinstance(table, str) else table.label)
+        self.table = table if isinstance(table, TableInfo) else describe(conn, table)
         self.columns = self.table.resolve(columns, "columns")
         if not self.columns:
             raise UsageError("columns: no column to write")
@@ -210,8 +210,14 @@ class BatchWriter:
         )
 
     # --- cutting rows into batches -------------------------------------------------------
-    def batches(self, rows: Iterable[Row]) -> Iterator[list[Row]]:
-        """Cut ``rows`` into batches: at most ``max_rows`` rows and well under the packet."""
+    def batches(
+        self, rows: Iterable[Row], *, reject: Callable[[Row, str], None] | None = None
+    ) -> Iterator[list[Row]]:
+        """Cut ``rows`` into batches: at most ``max_rows`` rows and well under the packet.
+
+        A row too large for any statement raises RowTooLarge, or, given ``reject``,
+        is handed to it (with the reason) and left out.
+        """
         width = len(self.columns)
         batch: list[Row] = []
         size = 0
@@ -221,8 +227,11 @@ class BatchWriter:
             need = sizing.row_bytes(row)
             if need > self._budget:
                 reason = self.too_large(row)
-                if reason:
+                if reason and reject is None:
                     raise RowTooLarge(f"row {number}: {reason}")
+                if reason and reject is not None:
+                    reject(row, reason)
+                    continue
             if batch and (len(batch) >= self.max_rows or size + need > self._budget):
                 yield batch
                 batch, size = [], 0
