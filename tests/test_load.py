@@ -266,6 +266,11 @@ def test_json_report_contract(server: MariaDB, db: Any, tmp_path: Path) -> None:
     for field, kind in expected.items():
         assert isinstance(doc[field], kind), field
     assert doc["rows"] == doc["written"] + doc["bad_rows"] and doc["exit_code"] == 1
+    docs = (Path(__file__).parent.parent / "docs" / "json.md").read_text()
+    section = docs.split("## `govern.load` version 1", 1)[1].split("\n## ", 1)[0]
+    for field in doc:
+        documented = f"`{field}`" in section or f"`{field}[]`" in section
+        assert documented, f"{field} is not documented in docs/json.md"
 
 
 def test_row_file_reads_multiline_records_from_their_first_line(tmp_path: Path) -> None:
