@@ -32,6 +32,7 @@ import argparse
 import contextlib
 import csv
 import datetime
+import importlib
 import os
 import platform
 import statistics
@@ -204,31 +205,20 @@ def connector_kwargs(bench: Bench) -> dict[str, Any]:
     return out
 
 
-def mysql_connector(bench: Bench, size: int, many: bool) -> Callable[[list[Row]], None]:
-    import mysql.connector
+def prepared(bench: Bench, driver: str, size: int, many: bool) -> Callable[[list[Row]], None]:
+    """A DB-API driver's server-side prepared cursor (``mysql.connector`` or ``mariadb``).
+
+    ``many``: executemany of the one-row statement (MariaDB Connector/Python sends it as
+    one bulk execution; mysql-connector executes once per row); else a ``size``-row
+    statement executed per batch.
+    """
+    module = importlib.import_module(driver)
 
     def run(rows: list[Row]) -> None:
-        conn = mysql.connector.connect(autocommit=True, **connector_kwargs(bench))
+        conn = module.connect(autocommit=True, **connector_kwargs(bench))
         cur = conn.cursor(prepared=True)
         for chunk in chunks(rows, size):
             if many:
-                cur.executemany(INSERT_HEAD + value_clause(1, "?") + UPSERT_TAIL, list(chunk))
-            else:
-                sql = INSERT_HEAD + value_clause(len(chunk), "?") + UPSERT_TAIL
-                cur.execute(sql, [v for r in chunk for v in r])
-        conn.close()
-
-    return run
-
-
-def mariadb_connector(bench: Bench, size: int, bulk: bool) -> Callable[[list[Row]], None]:
-    import mariadb
-
-    def run(rows: list[Row]) -> None:
-        conn = mariadb.connect(autocommit=True, **connector_kwargs(bench))
-        cur = conn.cursor(prepared=True)
-        for chunk in chunks(rows, size):
-            if bulk:
                 cur.executemany(INSERT_HEAD + value_clause(1, "?") + UPSERT_TAIL, list(chunk))
             else:
                 sql = INSERT_HEAD + value_clause(len(chunk), "?") + UPSERT_TAIL
@@ -307,10 +297,10 @@ def run_all(bench: Bench, slow_rows: int, repeat: int, folder: Path) -> None:
         ("govern upsert, batch 1,000", lambda: govern_upsert(bench, 1000), None),
         ("nested IF() clause, batch 100", lambda: nested_if(bench, 100), None),
         ("PyMySQL executemany, 100", lambda: pymysql_executemany(bench, 100), None),
-        ("mysql-connector prepared, 100-row stmt", lambda: mysql_connector(bench, 100, False), None),
-        ("mysql-connector prepared executemany", lambda: mysql_connector(bench, 100, True), slow_rows),
-        ("MariaDB C/Py executemany (bulk), 100", lambda: mariadb_connector(bench, 100, True), None),
-        ("MariaDB C/Py prepared, 100-row stmt", lambda: mariadb_connector(bench, 100, False), None),
+        ("mysql-connector prepared, 100-row stmt", lambda: prepared(bench, "mysql.connector", 100, False), None),
+        ("mysql-connector prepared executemany", lambda: prepared(bench, "mysql.connector", 100, True), slow_rows),
+        ("MariaDB C/Py executemany (bulk), 100", lambda: prepared(bench, "mariadb", 100, True), None),
+        ("MariaDB C/Py prepared, 100-row stmt", lambda: prepared(bench, "mariadb", 100, False), None),
         ("govern load (CSV file), batch 100", lambda: govern_load_csv(bench, folder), None),
     ]  # fmt: skip
     bench.time(govern_upsert(bench, 100), None, 1)  # warm the server up: not reported

@@ -297,3 +297,15 @@ def test_row_too_large_for_the_packet_is_a_bad_row(
     assert [b["line"] for b in bad] == [3]
     assert "max_allowed_packet allows 65,536" in bad[0]["reason"]
     assert rows(db, "SELECT id FROM items ORDER BY id") == [(1,), (3,)]
+
+
+def test_stdin_needs_a_format(server: MariaDB, db: Any) -> None:
+    defaults = ["--defaults-file", str(server.defaults_file("govern_app"))]
+    base = ["load", "-", "-t", "app.items", "-k", "id", *defaults]
+    data = '{"id": 1, "name": "a"}\n{"id": 2, "name": "b"}\n'
+    refused = CliRunner().invoke(cli, base, input=data)
+    assert refused.exit_code == 2
+    assert refused.stderr == "govern: error: reading stdin (-): pass --format csv, tsv or jsonl\n"
+    loaded = CliRunner().invoke(cli, [*base, "--format", "jsonl", "--json"], input=data)
+    assert loaded.exit_code == 0, loaded.output
+    assert report(loaded)["file"] == "<stdin>" and report(loaded)["inserted"] == 2
