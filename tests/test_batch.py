@@ -10,7 +10,7 @@ import pytest
 from pymysql.constants import CLIENT
 
 from govern.batch import BatchError, BatchWriter, RowTooLarge, insert, select_in, upsert
-from govern.errors import EXIT_FINDINGS, ServerError, UsageError
+from govern.errors import EXIT_FINDINGS, EXIT_SERVER, ServerError, UsageError
 from harness import MariaDB
 
 pytestmark = pytest.mark.server
@@ -322,3 +322,19 @@ def test_app_account_can_load(app_settings: Any) -> None:
     assert result.inserted == 2
     assert any("cannot tell whether the server is a replica" in n for n in result.notes)
     conn.close()
+
+
+def test_connection_lost_mid_load_is_a_server_error(db: Any, connect: Connect) -> None:
+    conn_id = fetch(db, "SELECT CONNECTION_ID()")[0][0]
+    killer = connect()
+
+    def kill_after_first_batch(rows: int) -> None:
+        run(killer, f"KILL CONNECTION {conn_id}")
+
+    with pytest.raises(BatchError) as caught:
+        upsert(db, "items", items(300), key="id", columns=["id", "name", "qty"],
+               progress=kill_after_first_batch)  # fmt: skip
+    error = caught.value
+    assert error.exit_code == EXIT_SERVER and error.index == 1
+    assert error.result.inserted == 100
+    assert fetch(connect("root", database="app"), "SELECT COUNT(*) FROM items") == [(100,)]
