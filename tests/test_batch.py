@@ -338,3 +338,19 @@ def test_connection_lost_mid_load_is_a_server_error(db: Any, connect: Connect) -
     assert error.exit_code == EXIT_SERVER and error.index == 1
     assert error.result.inserted == 100
     assert fetch(connect("root", database="app"), "SELECT COUNT(*) FROM items") == [(100,)]
+
+
+def test_an_iterator_is_consumed_batch_by_batch(db: Any) -> None:
+    pulled = 0
+    seen_at_commit: list[int] = []
+
+    def rows() -> Iterator[tuple[int, str, int]]:
+        nonlocal pulled
+        for row in items(1000):
+            pulled += 1
+            yield row
+
+    upsert(db, "items", rows(), key="id", columns=["id", "name", "qty"],
+           progress=lambda n: seen_at_commit.append(pulled))  # fmt: skip
+    # when batch k is committed, at most one row of batch k+1 has been read
+    assert seen_at_commit == [101, 201, 301, 401, 501, 601, 701, 801, 901, 1000]

@@ -181,9 +181,9 @@ class BatchWriter:
             )
 
     def _update_columns(self, update: Sequence[str] | None) -> tuple[str, ...]:
-        if self.on_duplicate == "update":
-            if not self.key:
-                raise UsageError("key: an upsert needs the key columns")
+        if self.on_duplicate == "update" and not self.key:
+            raise UsageError("key: an upsert needs the key columns")
+        if self.key:
             self.table.require_unique_key(self.key, "key")
             missing = [c for c in self.key if c not in self.columns]
             if missing:

@@ -97,7 +97,7 @@ def load(
     """
     conn = connect(settings)
     try:
-        with progress(f"loading {file}", None) as bar:
+        with progress(f"loading {file} (bytes read)", None) as bar:
             done = 0
 
             def advance(position: int, total: int | None) -> None:
