@@ -309,3 +309,30 @@ def test_stdin_needs_a_format(server: MariaDB, db: Any) -> None:
     loaded = CliRunner().invoke(cli, [*base, "--format", "jsonl", "--json"], input=data)
     assert loaded.exit_code == 0, loaded.output
     assert report(loaded)["file"] == "<stdin>" and report(loaded)["inserted"] == 2
+
+
+def test_server_warnings_are_reported_and_exit_1(
+    server: MariaDB, connect: Any, db: Any, tmp_path: Path
+) -> None:
+    with connect().cursor() as cur:
+        cur.execute("SET GLOBAL sql_mode = ''")  # not strict: the server truncates and warns
+    path = write(tmp_path / "w.csv", "id,name\n1,a name longer than twenty\n2,ok\n")
+    result = govern_load(server, path, "-t", "app.items", "-k", "id")
+    assert result.exit_code == 1
+    assert "2 rows written" in result.stdout and "1 warnings" in result.stdout
+    assert "govern: warning: server: Warning 1265: Data truncated for column 'name'" in (
+        result.stderr
+    )
+    assert rows(db)[0] == (1, "a name longer than t", None)
+
+
+def test_header_only_file_loads_nothing_cleanly(server: MariaDB, db: Any, tmp_path: Path) -> None:
+    result = govern_load(
+        server, write(tmp_path / "h.csv", "id,name\n"), "-t", "app.items", "-k", "id", "--json"
+    )
+    assert result.exit_code == 0
+    assert (report(result)["rows"], report(result)["written"], report(result)["complete"]) == (
+        0,
+        0,
+        True,
+    )
