@@ -329,13 +329,12 @@ class MariaDB:
         where: dict[str, object] = (
             {"host": "127.0.0.1", "port": self.port} if tcp else {"unix_socket": str(self.socket)}
         )
+        options: dict[str, object] = {"autocommit": True, "charset": "utf8mb4", **kwargs}
         return pymysql.connect(
             user=user,
             password=self.passwords[user],
-            autocommit=True,
-            charset="utf8mb4",
             **where,
-            **kwargs,  # type: ignore[arg-type]
+            **options,  # type: ignore[arg-type]
         )
 
     def start_replica_of(self, primary: MariaDB) -> None:
