@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from sys import intern
 from typing import NamedTuple
 
 # Token kinds (plain strings: readable in tests and evidence, compared by identity).
@@ -108,7 +109,7 @@ def tokenize(
         if kind == "ws":
             continue
         if kind == "word":
-            append(new(Token, (WORD, match.group().upper(), *match.span())))
+            append(new(Token, (WORD, intern(match.group().upper()), *match.span())))
         elif kind == "op" or kind == "other":
             append(new(Token, (OP, match.group(), *match.span())))
         elif kind in _KINDS:
