@@ -14,14 +14,13 @@ import re
 import textwrap
 import tomllib
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from rules.model import Finding, Location, Need, Severity
 from rules.sql.statement import Statement
 
 if TYPE_CHECKING:
     from govern.server import ServerInfo
-    from rules.sql.split import Script
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,15 +51,15 @@ class Option:
 
 @dataclasses.dataclass
 class Context:
-    """What a rule knows besides the statement: the target server and the file around it."""
+    """What a rule knows besides the statement: the target server and the file so far."""
 
     #: The target server's capabilities (``govern.server.ServerInfo``), or None if unknown.
     target: ServerInfo | None = None
-    #: The target as named by the user (``mariadb-10.11``) or detected (``live:mariadb-10.11``).
+    #: The target as named by the user (``mariadb-10.11``) or detected (``… (live)``).
     target_name: str | None = None
-    #: Names (lower case) of temporary tables and stored functions created in this file.
-    temporary_tables: frozenset[str] = frozenset()
-    stored_functions: frozenset[str] = frozenset()
+    #: Names (lower case) of temporary tables and stored functions created earlier in the file.
+    temporary_tables: set[str] = dataclasses.field(default_factory=set)
+    stored_functions: set[str] = dataclasses.field(default_factory=set)
 
     @property
     def target_label(self) -> str:
@@ -69,24 +68,26 @@ class Context:
             return self.target_name
         return self.target.target if self.target is not None else "the target"
 
-    @classmethod
-    def for_script(
-        cls, script: Script | None, target: ServerInfo | None, target_name: str | None
-    ) -> Context:
-        temporary: set[str] = set()
-        functions: set[str] = set()
-        for statement in script.statements if script else ():
-            kind = statement.creates
-            if kind == "TEMPORARY TABLE" and statement.created_name:
-                temporary.add(statement.created_name)
-            elif kind == "FUNCTION" and statement.created_name:
-                functions.add(statement.created_name)
-        return cls(target, target_name, frozenset(temporary), frozenset(functions))
+    def observe(self, statement: Statement) -> None:
+        """Remember what a statement creates, for the statements after it."""
+        kind = statement.creates
+        if kind == "TEMPORARY TABLE" and statement.created_name:
+            self.temporary_tables.add(statement.created_name)
+        elif kind == "FUNCTION" and statement.created_name:
+            self.stored_functions.add(statement.created_name)
+
+
+class ScriptChecker(Protocol):
+    """Per-file state of a rule that looks at statements in order (``Need.SCRIPT``)."""
+
+    def feed(self, statement: Statement) -> Iterable[Finding]: ...
+
+    def finish(self) -> Iterable[Finding]: ...
 
 
 class Rule:
-    """Base class. Subclasses set the class attributes and override ``check``
-    (one statement or digest class) and/or ``check_script`` (a whole file)."""
+    """Base class. Subclasses set the class attributes and override ``check`` (one
+    statement or digest class) and/or ``script_checker`` (statements of a file in order)."""
 
     id: ClassVar[str]
     name: ClassVar[str]
@@ -105,8 +106,9 @@ class Rule:
     def check(self, statement: Statement, ctx: Context) -> Iterable[Finding]:
         return ()
 
-    def check_script(self, script: Script, ctx: Context) -> Iterable[Finding]:
-        return ()
+    def script_checker(self, ctx: Context) -> ScriptChecker | None:
+        """A fresh checker for one file that is fed its top-level statements in order."""
+        return None
 
     # --- helpers -------------------------------------------------------------------
     def finding(

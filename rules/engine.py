@@ -2,7 +2,8 @@
 
 ``build_ruleset`` turns a config (and command-line selection) into rule instances,
 setting aside, with the reason, the rules whose needs cannot be met here (no target,
-no digest statistics). ``check_script`` runs them over a file, ``check_statement``
+no digest statistics). ``check_source`` runs them over a file, statement by
+statement (memory holds one statement's tokens, not the file's); ``check_statement``
 over one subject such as a digest class's sample query.
 """
 
@@ -16,9 +17,15 @@ from rules.config import RulesConfig
 from rules.model import Finding, Need
 from rules.registry import all_rules, select
 from rules.sql.lexer import COMMENT, Source, Token, tokenize
-from rules.sql.split import Script
+from rules.sql.split import split
 from rules.sql.statement import Statement
-from rules.suppress import Suppression, apply_suppressions, parse_suppressions
+from rules.suppress import (
+    Span,
+    Suppression,
+    apply_suppressions,
+    parse_suppressions,
+    span_of,
+)
 
 NEEDS_TARGET = "needs a target server: --target mariadb-10.11|mysql-8.0|… or connection options"
 NEEDS_DIGEST = "needs digest statistics (govern digest)"
@@ -40,7 +47,7 @@ class RuleSet:
         return [r for r in self.rules if type(r).check is not Rule.check]
 
     def script_rules(self) -> list[Rule]:
-        return [r for r in self.rules if type(r).check_script is not Rule.check_script]
+        return [r for r in self.rules if type(r).script_checker is not Rule.script_checker]
 
 
 def build_ruleset(
@@ -69,12 +76,6 @@ def build_ruleset(
     return RuleSet(rules, skipped)
 
 
-@dataclasses.dataclass
-class CheckResult:
-    findings: list[Finding]
-    suppressed: int
-
-
 def _meta_findings(
     ruleset: RuleSet, config: RulesConfig, findings: list[Finding], suppressions: list[Suppression]
 ) -> list[Finding]:
@@ -92,20 +93,42 @@ def _meta_findings(
     return kept
 
 
-def check_script(
-    script: Script, ruleset: RuleSet, ctx: Context, config: RulesConfig
+@dataclasses.dataclass
+class CheckResult:
+    findings: list[Finding]
+    suppressed: int
+    #: Top-level statements read (stored-program bodies not counted again).
+    statements: int = 1
+
+
+def check_source(
+    source: Source, ruleset: RuleSet, ctx: Context, config: RulesConfig
 ) -> CheckResult:
-    """Every rule over every statement of a file (stored-program bodies included)."""
-    statements = script.all_statements()
-    raw: list[Finding] = []
+    """Every rule over every statement of a file (stored-program bodies included), in order.
+
+    Statements are split, checked and dropped one at a time; what outlives them is the
+    findings and each statement's span (for placing suppression comments).
+    """
     statement_rules = ruleset.statement_rules()
-    for statement in statements:
-        for rule in statement_rules:
-            raw.extend(rule.check(statement, ctx))
-    for rule in ruleset.script_rules():
-        raw.extend(rule.check_script(script, ctx))
-    result = _suppress(raw, script.source, script.comments, statements, ruleset, config)
+    checkers = [c for c in (r.script_checker(ctx) for r in ruleset.script_rules()) if c is not None]
+    comments: list[Token] = []
+    spans: list[Span] = []
+    raw: list[Finding] = []
+    count = 0
+    for statement in split(source, comments):
+        count += 1
+        ctx.observe(statement)
+        for subject in (statement, *statement.body):
+            spans.append(span_of(subject))
+            for rule in statement_rules:
+                raw.extend(rule.check(subject, ctx))
+        for checker in checkers:
+            raw.extend(checker.feed(statement))
+    for checker in checkers:
+        raw.extend(checker.finish())
+    result = _suppress(raw, source, comments, spans, ruleset, config)
     result.findings.sort(key=lambda f: (f.location.line or 0, f.location.column or 0, f.rule_id))
+    result.statements = count
     return result
 
 
@@ -124,7 +147,7 @@ def check_statement(
     before = len(raw)
     raw = [f for f in raw if not any(f.rule_id.startswith(i.upper()) for i in ignored)]
     comments = [t for t in tokenize(statement.source.text) if t.kind is COMMENT]
-    result = _suppress(raw, statement.source, comments, [statement], ruleset, config)
+    result = _suppress(raw, statement.source, comments, [span_of(statement)], ruleset, config)
     result.suppressed += before - len(raw)
     return result
 
@@ -133,14 +156,14 @@ def _suppress(
     raw: list[Finding],
     source: Source,
     comments: list[Token],
-    statements: Sequence[Statement],
+    spans: Sequence[Span],
     ruleset: RuleSet,
     config: RulesConfig,
 ) -> CheckResult:
     if not comments:
         return CheckResult(raw, 0)
     known = {rule.id for rule in all_rules()}
-    suppressions, bad = parse_suppressions(source, comments, statements, known)
+    suppressions, bad = parse_suppressions(source, comments, spans, known)
     kept, suppressed, unused = apply_suppressions(raw, suppressions, source, ruleset.ids)
     kept.extend(_meta_findings(ruleset, config, [*bad, *unused], suppressions))
     return CheckResult(kept, suppressed)

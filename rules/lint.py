@@ -22,9 +22,9 @@ from govern.errors import UsageError
 from rules.base import Context
 from rules.baseline import load_baseline, split_new, write_baseline
 from rules.config import ConfigFinder, RulesConfig
-from rules.engine import RuleSet, build_ruleset, check_script
+from rules.engine import RuleSet, build_ruleset, check_source
 from rules.model import Finding, Location, Severity
-from rules.sql.split import parse_script
+from rules.sql.lexer import Source
 from rules.target import parse_target
 
 if TYPE_CHECKING:
@@ -229,11 +229,9 @@ class _Runner:
         config = self.finder.for_path(path)
         ruleset = self.ruleset(config, path)
         target, target_name = self.target(config)
-        script = parse_script(text, label)
-        ctx = Context.for_script(script, target, target_name)
-        result = check_script(script, ruleset, ctx, config)
-        statements = len(script.statements)
-        return FileResult(label, statements, result.findings, result.suppressed), ruleset
+        ctx = Context(target, target_name)
+        result = check_source(Source(text, label), ruleset, ctx, config)
+        return FileResult(label, result.statements, result.findings, result.suppressed), ruleset
 
 
 def lint_paths(paths: Sequence[str], options: LintOptions | None = None) -> LintReport:

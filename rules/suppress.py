@@ -62,11 +62,20 @@ def _meta(rule_id: str, name: str, message: str, source: Source, token: Token) -
     )
 
 
+#: (first offset, offset past its delimiter, (first line, last line)) of a statement.
+Span = tuple[int, int, tuple[int, int]]
+
+
+def span_of(statement: Statement) -> Span:
+    return statement.start, max(statement.end, statement.stop or 0), statement.lines
+
+
 def parse_suppressions(
-    source: Source, comments: Iterable[Token], statements: Sequence[Statement], known: set[str]
+    source: Source, comments: Iterable[Token], spans: Sequence[Span], known: set[str]
 ) -> tuple[list[Suppression], list[Finding]]:
-    """Suppressions in ``comments`` and META002 findings for the unreadable ones."""
-    spans = sorted((s.start, max(s.end, s.stop or 0), s.lines) for s in statements if s.tokens)
+    """Suppressions in ``comments`` and META002 findings for the unreadable ones;
+    ``spans`` (see ``span_of``) place each comment on its statement."""
+    spans = sorted(spans)
     starts = [span[0] for span in spans]
     suppressions: list[Suppression] = []
     problems: list[Finding] = []
@@ -110,10 +119,7 @@ def parse_suppressions(
 
 
 def _covered(
-    source: Source,
-    comment: Token,
-    spans: list[tuple[int, int, tuple[int, int]]],
-    starts: list[int],
+    source: Source, comment: Token, spans: Sequence[Span], starts: list[int]
 ) -> tuple[int, int]:
     """Lines of the statement a comment is attached to (see the module docstring)."""
     line = source.position(comment.start)[0]

@@ -14,7 +14,6 @@ from rules.base import Context, Option, Rule
 from rules.model import Finding, Need, Severity
 from rules.registry import register
 from rules.sql.lexer import NUMBER, OP, PARAM, QIDENT, STRING, WORD
-from rules.sql.split import Script
 from rules.sql.statement import Statement
 
 MAX_PLACEHOLDERS = 65_535
@@ -470,22 +469,12 @@ class SingleRowRun(Rule):
     needs = frozenset({Need.SQL, Need.SCRIPT})
     options = (Option("min-run", 20, "Shortest run of single-row writes to flag."),)
 
-    def check_script(self, script: Script, ctx: Context) -> Iterator[Finding]:
-        minimum = max(2, int(self.settings["min-run"]))
-        run: list[Statement] = []
-        key: object = None
-        for statement in [*script.statements, None]:
-            this = self._run_key(statement) if statement is not None else None
-            if this is not None and this == key:
-                run.append(statement)  # type: ignore[arg-type]
-                continue
-            if len(run) >= minimum:
-                yield self._report(run)
-            run = [statement] if (statement is not None and this is not None) else []
-            key = this
+    def script_checker(self, ctx: Context) -> _Runs:
+        return _Runs(self, max(2, int(self.settings["min-run"])))
 
     @staticmethod
-    def _run_key(statement: Statement) -> object:
+    def run_key(statement: Statement) -> object:
+        """Equal for single-row writes that belong to one batch; None for anything else."""
         if not single_row_write(statement):
             return None
         if statement.verb in ("INSERT", "REPLACE") and statement.values_index is not None:
@@ -493,14 +482,38 @@ class SingleRowRun(Rule):
             return statement.shape[: statement.values_index]
         return statement.shape
 
-    def _report(self, run: list[Statement]) -> Finding:
-        first, last = run[0], run[-1]
+
+class _Runs:
+    """BATCH008's state in one file: the current run (its first and last statement)."""
+
+    def __init__(self, rule: SingleRowRun, minimum: int) -> None:
+        self.rule = rule
+        self.minimum = minimum
+        self.key: object = None
+        self.first: Statement | None = None
+        self.last: Statement | None = None
+        self.count = 0
+
+    def feed(self, statement: Statement) -> Iterator[Finding]:
+        key = self.rule.run_key(statement)
+        if key is not None and key == self.key:
+            self.last = statement
+            self.count += 1
+            return
+        yield from self.finish()
+        self.key, self.first, self.last = key, statement, statement
+        self.count = 1 if key is not None else 0
+
+    def finish(self) -> Iterator[Finding]:
+        if self.count < self.minimum or self.first is None or self.last is None:
+            return
+        first, last, count = self.first, self.last, self.count
+        self.count = 0
         tables = first.tables
         table = tables[0].qualified if tables else "?"
-        count = len(run)
         lines = f"lines {first.lines[0]}–{last.lines[1]}"
         batches = -(-count // 100)
-        return self.finding(
+        yield self.rule.finding(
             first,
             f"{count:,} single-row {first.verb}s on {table} in a row ({lines}): write them as "
             f"multi-row statements of about 100 rows ({batches:,} "

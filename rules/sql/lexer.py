@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from sys import intern
 from typing import NamedTuple
 
@@ -101,6 +102,22 @@ def tokenize(
     ``DELIMITER`` line as plain words.
     """
     tokens: list[Token] = []
+    for block in token_blocks(text, start, end, delimiters=delimiters):
+        tokens.extend(block)
+    return tokens
+
+
+def token_blocks(
+    text: str,
+    start: int = 0,
+    end: int | None = None,
+    *,
+    delimiters: bool = True,
+    size: int = 8192,
+) -> Iterator[list[Token]]:
+    """The tokens of ``text`` in lists of about ``size``: a large file is never in memory
+    as tokens all at once (the splitter consumes blocks as it goes)."""
+    tokens: list[Token] = []
     append = tokens.append
     new = tuple.__new__  # twice as fast as Token(...) on a million tokens
     pattern = _PATTERN if delimiters else _PATTERN_NO_DELIMITER
@@ -128,4 +145,9 @@ def tokenize(
             )
             append(Token(ERROR, f"unterminated {what}", match.start(), len(text)))
             break
-    return tokens
+        if len(tokens) >= size:
+            yield tokens
+            tokens = []
+            append = tokens.append
+    if tokens:
+        yield tokens

@@ -9,8 +9,19 @@ statements, each knowing the loops around it, so rules can look inside.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
-from rules.sql.lexer import COMMENT, DELIMITER, OP, QIDENT, WORD, Source, Token, tokenize
+from rules.sql.lexer import (
+    COMMENT,
+    DELIMITER,
+    OP,
+    QIDENT,
+    WORD,
+    Source,
+    Token,
+    token_blocks,
+    tokenize,
+)
 from rules.sql.statement import Loop, Statement
 
 _PROGRAMS = frozenset({"PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE"})
@@ -35,12 +46,10 @@ class Script:
 
 
 def parse_script(text: str, path: str | None = None) -> Script:
+    """Every statement of ``text`` at once (for tests and small inputs; lint streams)."""
     source = Source(text, path)
-    statements, comments = split(source)
-    for statement in statements:
-        if statement.creates in _PROGRAMS:
-            statement.body = program_body(statement)
-    return Script(source, statements, comments)
+    comments: list[Token] = []
+    return Script(source, list(split(source, comments)), comments)
 
 
 def _starts_program(tokens: list[Token], index: int) -> bool:
@@ -61,31 +70,45 @@ def _starts_program(tokens: list[Token], index: int) -> bool:
     return False
 
 
-def split(source: Source) -> tuple[list[Statement], list[Token]]:
-    """Statements (code tokens only) and the ``govern:`` comments of ``source``."""
+#: Tokens the splitter may look ahead of the current one (``_starts_program`` reads 16).
+_LOOKAHEAD = 24
+
+
+def split(source: Source, comments: list[Token]) -> Iterator[Statement]:
+    """The statements of ``source`` in order, one at a time, each with its body walked;
+    ``govern:`` comments are appended to ``comments`` as they are met.
+
+    Tokens arrive in blocks and each statement is yielded as soon as it ends, so a
+    caller that checks and drops statements holds one statement's tokens, not the file's.
+    """
     text = source.text
-    tokens = tokenize(text)
-    statements: list[Statement] = []
-    comments: list[Token] = []
+    blocks = token_blocks(text)
+    tokens: list[Token] = next(blocks, [])
+    exhausted = not tokens
     current: list[Token] = []
     delimiter = ";"
     depth = 0  # BEGIN/CASE … END nesting inside a stored program (only with ';')
     program = False
 
-    def flush(terminated: bool, stop: int | None = None) -> None:
-        nonlocal current, depth, program
-        if current:
-            statements.append(
-                Statement(
-                    source, current, terminated=terminated, unclosed_block=depth > 0, stop=stop
-                )
-            )
-        current = []
-        depth = 0
-        program = False
+    def make(terminated: bool, stop: int | None = None) -> Statement:
+        statement = Statement(
+            source, current, terminated=terminated, unclosed_block=depth > 0, stop=stop
+        )
+        if statement.creates in _PROGRAMS:
+            statement.body = program_body(statement)
+        return statement
 
     index = 0
-    while index < len(tokens):
+    while True:
+        if not exhausted and len(tokens) - index <= _LOOKAHEAD:
+            block = next(blocks, None)
+            if block is None:
+                exhausted = True
+            else:
+                tokens = tokens[index:] + block
+                index = 0
+        if index >= len(tokens):
+            break
         token = tokens[index]
         kind = token.kind
         if kind is COMMENT:
@@ -99,16 +122,22 @@ def split(source: Source) -> tuple[list[Statement], list[Token]]:
             delimiter = token.value
             index += 1
             continue
+        ends = False
+        stop = token.end
         if delimiter == ";":
-            if kind is OP and token.value == ";" and depth <= 0:
-                flush(True, token.end)
-                index += 1
-                continue
+            ends = kind is OP and token.value == ";" and depth <= 0
+            index += ends
         elif text.startswith(delimiter, token.start):
-            end = token.start + len(delimiter)
-            flush(True, end)
-            while index < len(tokens) and tokens[index].start < end:
+            ends = True
+            stop = token.start + len(delimiter)
+            while index < len(tokens) and tokens[index].start < stop:
                 index += 1
+        if ends:
+            if current:
+                yield make(True, stop)
+            current = []
+            depth = 0
+            program = False
             continue
         if not current and delimiter == ";":
             program = _starts_program(tokens, index)
@@ -126,8 +155,8 @@ def split(source: Source) -> tuple[list[Statement], list[Token]]:
                     token = tokens[index]
         current.append(token)
         index += 1
-    flush(False)
-    return statements, comments
+    if current:
+        yield make(False)
 
 
 def _next_code(tokens: list[Token], index: int) -> Token | None:
