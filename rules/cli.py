@@ -108,6 +108,12 @@ def lint(
         write_baseline=write_baseline,
     )
     report = lint_paths(paths or (".",), options)
+    if not report.files:
+        from govern.output import warn
+
+        warn(
+            f"no SQL files found in {' '.join(paths or ('.',))} (directories are searched for *.sql)"
+        )
     if output_format == "json":
         from rules.formats import render_json
 

@@ -68,6 +68,9 @@ def test_directories_globs_and_stdin(tree: Path) -> None:
     result = lint("a/**/t*.sql", "--format", "json")
     assert [name for name, _, _ in findings(result)] == ["two.sql"]
     assert lint("a/*.nothing").exit_code == 2
+    (tree / "empty").mkdir()
+    nothing = lint("empty")
+    assert nothing.exit_code == 0 and "no SQL files found in empty" in nothing.stderr
     piped = lint("-", "--format", "json", input=UNSAFE)
     assert piped.exit_code == 1
     assert json.loads(piped.stdout)["findings"][0]["path"] == "<stdin>"
