@@ -10,7 +10,7 @@ over one subject such as a digest class's sample query.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from rules.base import Context, Rule
 from rules.config import RulesConfig
@@ -102,12 +102,17 @@ class CheckResult:
 
 
 def check_source(
-    source: Source, ruleset: RuleSet, ctx: Context, config: RulesConfig
+    source: Source,
+    ruleset: RuleSet,
+    ctx: Context,
+    config: RulesConfig,
+    progress: Callable[[int], None] | None = None,
 ) -> CheckResult:
     """Every rule over every statement of a file (stored-program bodies included), in order.
 
     Statements are split, checked and dropped one at a time; what outlives them is the
-    findings and each statement's span (for placing suppression comments).
+    findings and each statement's span (for placing suppression comments). ``progress``
+    gets the offset reached, every few hundred statements.
     """
     statement_rules = ruleset.statement_rules()
     checkers = [c for c in (r.script_checker(ctx) for r in ruleset.script_rules()) if c is not None]
@@ -124,6 +129,8 @@ def check_source(
                 raw.extend(rule.check(subject, ctx))
         for checker in checkers:
             raw.extend(checker.feed(statement))
+        if progress is not None and count % 256 == 0:
+            progress(statement.end)
     for checker in checkers:
         raw.extend(checker.finish())
     result = _suppress(raw, source, comments, spans, ruleset, config)

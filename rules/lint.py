@@ -28,6 +28,7 @@ from rules.sql.lexer import Source
 from rules.target import parse_target
 
 if TYPE_CHECKING:
+    from govern.progress import Progress
     from govern.server import ServerInfo
 
 SCHEMA = "govern.lint"
@@ -225,12 +226,24 @@ class _Runner:
             )
         return self._rulesets[key]
 
-    def lint_text(self, text: str, path: Path | None, label: str) -> tuple[FileResult, RuleSet]:
+    def lint_text(
+        self, text: str, path: Path | None, label: str, bar: Progress | None = None
+    ) -> tuple[FileResult, RuleSet]:
         config = self.finder.for_path(path)
         ruleset = self.ruleset(config, path)
         target, target_name = self.target(config)
         ctx = Context(target, target_name)
-        result = check_source(Source(text, label), ruleset, ctx, config)
+        done = 0.0
+
+        def advance(offset: int) -> None:  # a file is one unit of the bar, advanced by offset
+            nonlocal done
+            now = offset / max(len(text), 1)
+            if bar is not None:
+                bar.advance(now - done)
+            done = now
+
+        result = check_source(Source(text, label), ruleset, ctx, config, advance)
+        advance(len(text))
         return FileResult(label, result.statements, result.findings, result.suppressed), ruleset
 
 
@@ -254,10 +267,11 @@ def lint_paths(paths: Sequence[str], options: LintOptions | None = None) -> Lint
                     (FileResult(label, 0, [problem] if problem else [], 0), None, config)
                 )
             else:
-                result, ruleset = runner.lint_text(text, path, label)
+                result, ruleset = runner.lint_text(text, path, label, bar)
                 if problem is not None:
                     result.findings.insert(0, problem)
                 results.append((result, ruleset, config))
+                continue
             bar.advance()
     return _report(results, runner, options, started)
 

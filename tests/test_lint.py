@@ -331,3 +331,16 @@ def test_memory_is_bounded_by_the_statement_not_the_file() -> None:
 
     growth = peak_kib(40_000) - peak_kib(10)
     assert growth < 30 * 1024, f"peak RSS grew {growth / 1024:.0f} MiB for 2.9 MB of SQL"
+
+
+def test_quiet_on_stderr_when_piped(tree: Path) -> None:
+    write(tree / "x.sql", UNSAFE * 300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "govern", "lint", "x.sql"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1 and proc.stderr == ""
+    report = lint_paths(["x.sql"], LintOptions(progress=True))  # the bar, forced on, completes
+    assert report.statements == 300
