@@ -92,6 +92,19 @@ def test_select_ignore_and_severity_threshold(tree: Path) -> None:
     assert lint("warn.sql", "--severity", "error").exit_code == 0
 
 
+def test_mariadb_and_client_forms_are_understood(tree: Path) -> None:
+    write(
+        tree / "m.sql",
+        "SET STATEMENT max_statement_time = 5 FOR SELECT SQL_CACHE day FROM daily_summary;\n"
+        "SET STATEMENT max_statement_time = 5 FOR SELECT SQL_CACHE NOW() FROM daily_summary;\n"
+        "source other.sql;\n"
+        "BEGIN NOT ATOMIC\n  DECLARE i INT DEFAULT 0;\n  WHILE i < 3 DO\n"
+        "    INSERT INTO t (a) VALUES (i);\n    SET i = i + 1;\n  END WHILE;\nEND;\n",
+    )
+    got = findings(lint("m.sql", "--format", "json"))
+    assert got == [("m.sql", 2, "QC001"), ("m.sql", 7, "BATCH007")]
+
+
 def test_rules_needing_a_target_are_named_when_skipped(tree: Path) -> None:
     write(tree / "x.sql", "SELECT SQL_CACHE id FROM t;\n")
     result = lint("x.sql")

@@ -90,6 +90,17 @@ STATEMENT_WORDS = frozenset(
         "WITH",
         "XA",
         "CLONE",
+        # mysql client commands that scripts use
+        "SOURCE",
+        "CHARSET",
+        "CONNECT",
+        "SYSTEM",
+        "TEE",
+        "NOTEE",
+        "WARNINGS",
+        "NOWARNING",
+        "PROMPT",
+        "REHASH",
     ]
 )
 #: Verbs whose grammar sqlglot knows well enough to trust its verdict.

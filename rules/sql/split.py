@@ -94,7 +94,7 @@ def split(source: Source, comments: list[Token]) -> Iterator[Statement]:
         statement = Statement(
             source, current, terminated=terminated, unclosed_block=depth > 0, stop=stop
         )
-        if statement.creates in _PROGRAMS:
+        if statement.creates in _PROGRAMS or _anonymous_block(statement):
             statement.body = program_body(statement)
         return statement
 
@@ -157,6 +157,12 @@ def split(source: Source, comments: list[Token]) -> Iterator[Statement]:
         index += 1
     if current:
         yield make(False)
+
+
+def _anonymous_block(statement: Statement) -> bool:
+    """MariaDB's ``BEGIN NOT ATOMIC … END`` (not ``BEGIN`` starting a transaction)."""
+    tokens = statement.tokens
+    return statement.keyword == "BEGIN" and len(tokens) > 1 and tokens[1].value == "NOT"
 
 
 def _next_code(tokens: list[Token], index: int) -> Token | None:

@@ -181,7 +181,14 @@ class Statement:
 
     @cached_property
     def verb(self) -> str:
-        """What the statement does: the keyword, with WITH resolved to its main verb."""
+        """What the statement does: the keyword, with WITH … and MariaDB's
+        ``SET STATEMENT var=value FOR …`` resolved to the statement they wrap."""
+        if self.keyword == "SET" and len(self.tokens) > 1 and self.tokens[1].value == "STATEMENT":
+            for index in self.word_indexes("FOR"):
+                following = self.next_code(index)
+                if self.depths[index] == 0 and following is not None and following.kind is WORD:
+                    return following.value
+            return self.keyword
         if self.keyword != "WITH":
             return self.keyword
         for index, token in enumerate(self.tokens):
