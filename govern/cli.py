@@ -19,6 +19,8 @@ from govern.errors import EXIT_SERVER, GovernError
 COMMANDS: dict[str, str] = {
     "doctor": "govern.commands.doctor:doctor",
     "load": "govern.commands.load:load",
+    "lint": "rules.cli:lint",
+    "rules": "rules.cli:rules",
 }
 
 
