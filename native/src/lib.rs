@@ -11,9 +11,19 @@
 //! - `perl`: Perl's byte-string character classes, which pt's regexes use;
 //! - `records`: pt's record reader (`$/ = ";\n#"`);
 //! - `slowlog`: pt's event parser on top of it;
-//! - `fingerprint`: pt's fingerprint and query ID.
+//! - `fingerprint`: pt's fingerprint and query ID;
+//! - `number`: attribute values as numbers, with exact sums;
+//! - `sketch`: the mergeable quantile sketch;
+//! - `aggregate`: per-class statistics and their merge;
+//! - `digest`: pt's event pipeline into a `Part`, and the merge of parts;
+//! - `parallel`: one log split at record boundaries and digested on all cores.
 
+pub mod aggregate;
+pub mod digest;
 pub mod fingerprint;
+pub mod number;
+pub mod parallel;
 pub mod perl;
 pub mod records;
+pub mod sketch;
 pub mod slowlog;

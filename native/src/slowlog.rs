@@ -190,6 +190,18 @@ impl<'d> Parser<'d> {
         }
     }
 
+    /// A parser resuming another one's state (see `into_state`).
+    pub fn with_pending(data: &'d [u8], pos: usize, pending: VecDeque<Vec<u8>>) -> Self {
+        let mut p = Parser::new(data, pos);
+        p.pending = pending;
+        p
+    }
+
+    /// The reader's state: position and records read ahead but not parsed.
+    pub fn into_state(self) -> (usize, VecDeque<Vec<u8>>) {
+        (self.pos, self.pending)
+    }
+
     /// Read position in the data (pt's `tell`).
     pub fn pos(&self) -> usize {
         self.pos
@@ -353,7 +365,8 @@ impl<'d> Parser<'d> {
                     }
                     found_arg = true;
                 }
-                if line_end == len {
+                // Perl's `m/^(.*)$/mg` visits no empty line after a final newline.
+                if line_end == len || line_end + 1 == len {
                     break;
                 }
                 line_start = line_end + 1;

@@ -17,49 +17,12 @@ use govern_native::fingerprint::Fingerprinter;
 use govern_native::perl::truthy;
 use govern_native::slowlog::{Parser, Value};
 
-fn repo_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
+mod common;
+use common::{corpus_files, latin1, pt_query_digest, read_log};
 
 fn oracle() -> Option<PathBuf> {
-    let pt = Path::new("/usr/bin/pt-query-digest");
-    if !pt.exists() {
-        eprintln!("SKIP: pt-query-digest is not installed (apt-get install percona-toolkit)");
-        return None;
-    }
+    pt_query_digest()?;
     Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("oracle/pt_oracle.pl"))
-}
-
-fn corpus_files() -> Option<Vec<PathBuf>> {
-    let dir = repo_dir().parent().unwrap().join("shared/corpus");
-    if !dir.is_dir() {
-        eprintln!("SKIP: no slow-log corpus at {}", dir.display());
-        return None;
-    }
-    let mut files = Vec::new();
-    for sub in std::fs::read_dir(&dir).unwrap() {
-        let sub = sub.unwrap().path();
-        if sub.is_dir() {
-            for f in std::fs::read_dir(&sub).unwrap() {
-                files.push(f.unwrap().path());
-            }
-        }
-    }
-    files.sort();
-    Some(files)
-}
-
-/// The file's bytes, gunzipped when it ends in .gz (pt reads those decompressed).
-fn read_log(path: &Path) -> Vec<u8> {
-    if path.extension().is_some_and(|e| e == "gz") {
-        Command::new("gzip").arg("-dc").arg(path).output().unwrap().stdout
-    } else {
-        std::fs::read(path).unwrap()
-    }
-}
-
-fn latin1(b: &[u8]) -> String {
-    b.iter().map(|&c| c as char).collect()
 }
 
 type EventMap = BTreeMap<String, Option<String>>;
@@ -120,6 +83,14 @@ fn every_corpus_event_matches_pt() {
         }
         assert_eq!(got.len(), want.len(), "{}: event count", path.display());
         total += got.len();
+    }
+    for seed in 0..20 {
+        let log = common::odd_log(seed);
+        let (got, want) = (native_events(&log), oracle_events(&oracle, &log));
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "odd log {seed}: event {i} differs");
+        }
+        assert_eq!(got.len(), want.len(), "odd log {seed}: event count");
     }
     eprintln!("{total} corpus events identical to pt's parser and fingerprint");
     assert!(total > 10_000, "the corpus should hold thousands of events, got {total}");

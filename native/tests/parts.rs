@@ -1,0 +1,66 @@
+//! Digesting a log in parts and merging them in order equals digesting it whole, for
+//! every corpus file and many ways of cutting it (tiny parts included), with and
+//! without a class cap.
+
+mod common;
+
+use govern_native::digest::Part;
+use govern_native::parallel::{digest_parts, split_points};
+
+fn assert_same(a: &Part, b: &Part, what: &str) {
+    assert_eq!(a.events, b.events, "{what}: events");
+    assert_eq!(a.no_query, b.no_query, "{what}: no_query");
+    assert_eq!((a.bad_values, a.first_bad_value), (b.bad_values, b.first_bad_value), "{what}: bad values");
+    assert_eq!(a.attrs.names(), b.attrs.names(), "{what}: attributes");
+    assert_eq!(a.classes.fingerprints, b.classes.fingerprints, "{what}: classes");
+    for (i, (x, y)) in a.classes.stats.iter().zip(&b.classes.stats).enumerate() {
+        assert_eq!(x, y, "{what}: class {i} {}", common::latin1(&a.classes.fingerprints[i]));
+    }
+    let (x, y) = (&a.classes.other, &b.classes.other);
+    assert_eq!(x.nums, y.nums, "{what}: other nums");
+    assert_eq!(x.bools, y.bools, "{what}: other bools");
+    assert_eq!((&x.db, &x.user, &x.host, x.db_unknown), (&y.db, &y.user, &y.host, y.db_unknown), "{what}: other distributions");
+    assert_eq!((x.first_seen, x.last_seen, x.time_unknown), (y.first_seen, y.last_seen, y.time_unknown), "{what}: other times");
+    assert_eq!(x.sample, y.sample, "{what}: other sample");
+    assert_eq!(a.classes.other_fingerprints, b.classes.other_fingerprints, "{what}: other count");
+}
+
+#[test]
+fn parts_merge_to_the_serial_digest() {
+    let Some(files) = common::corpus_files() else { return };
+    let mut checked = 0;
+    for path in files {
+        let log = common::read_log(&path);
+        if log.is_empty() || path.extension().is_some_and(|e| e == "md") {
+            continue;
+        }
+        for max_classes in [usize::MAX, 5] {
+            let serial = digest_parts(&log, &[0, log.len()], 1, max_classes);
+            for size in [1, 700, 4096, 100_000, 1 << 20] {
+                let points = split_points(&log, size);
+                for threads in [1, 2, 3] {
+                    let parts = digest_parts(&log, &points, threads, max_classes);
+                    let what = format!("{} size {size} threads {threads} cap {max_classes}", path.display());
+                    assert_same(&serial, &parts, &what);
+                    checked += 1;
+                }
+            }
+        }
+    }
+    eprintln!("{checked} split digests equal to the serial ones");
+}
+
+/// Events without a query line make pt read across the next record boundary (and
+/// cascade); cutting such a log at every boundary must still give the serial digest.
+#[test]
+fn read_ahead_across_part_boundaries() {
+    for round in 0..40 {
+        let log = common::odd_log(round);
+        let serial = digest_parts(&log, &[0, log.len()], 1, usize::MAX);
+        assert!(serial.events > 0);
+        for threads in [1, 2] {
+            let parts = digest_parts(&log, &split_points(&log, 1), threads, usize::MAX);
+            assert_same(&serial, &parts, &format!("round {round} threads {threads}"));
+        }
+    }
+}
