@@ -16,7 +16,7 @@ use crate::aggregate::{AttrTable, ClassStats, Classes, Kind, Sample, Slot};
 use crate::fingerprint::Fingerprinter;
 use crate::number::{parse_number, parse_query_time, Num};
 use crate::perl::truthy;
-use crate::slowlog::{Event, Parser, Value};
+use crate::slowlog::{Event, Known, Parser, Value};
 
 /// pt's default `--ignore-attributes`, plus what govern reads separately
 /// (`db`, `Schema`, `user`, `host`, `ts`) and parser bookkeeping.
@@ -132,9 +132,65 @@ impl Part {
     }
 }
 
+/// What the digest does with one attribute name, decided once per name.
+struct KeyInfo {
+    name: Box<[u8]>,
+    /// Not a metric (pt's ignored attributes and the ones read separately).
+    skip: bool,
+    query_time: bool,
+    admin_zeroed: bool,
+    always_numeric: bool,
+    rate_limit: bool,
+    num_id: Option<u16>,
+    bool_id: Option<u16>,
+}
+
+/// Attribute names of recent events: logs repeat the same header lines in the same
+/// order, so the info for the k-th property is usually the previous event's k-th.
+#[derive(Default)]
+struct KeyCache {
+    infos: Vec<KeyInfo>,
+    by_name: hashbrown::HashMap<Box<[u8]>, usize, foldhash::fast::FixedState>,
+    by_position: Vec<usize>,
+}
+
+impl KeyCache {
+    #[inline]
+    fn lookup(&mut self, position: usize, key: &[u8]) -> usize {
+        if let Some(&i) = self.by_position.get(position) {
+            if &self.infos[i].name[..] == key {
+                return i;
+            }
+        }
+        let i = match self.by_name.get(key) {
+            Some(&i) => i,
+            None => {
+                self.infos.push(KeyInfo {
+                    name: key.into(),
+                    skip: NOT_METRICS.contains(&key),
+                    query_time: key == b"Query_time",
+                    admin_zeroed: ADMIN_ZEROED.contains(&key),
+                    always_numeric: NUMERIC.contains(&key),
+                    rate_limit: key == b"Log_slow_rate_limit" || key == b"Log_slow_rate_type",
+                    num_id: None,
+                    bool_id: None,
+                });
+                self.by_name.insert(key.into(), self.infos.len() - 1);
+                self.infos.len() - 1
+            }
+        };
+        if self.by_position.len() <= position {
+            self.by_position.resize(position + 1, usize::MAX);
+        }
+        self.by_position[position] = i;
+        i
+    }
+}
+
 /// Turns parsed events into a `Part`.
 pub struct Digester {
     part: Part,
+    keys: KeyCache,
     fp: Fingerprinter,
     db: Inherited<Option<Box<[u8]>>>,
     ts: Inherited<Option<i64>>,
@@ -145,6 +201,7 @@ impl Digester {
     pub fn new(max_classes: usize) -> Self {
         Digester {
             part: Part::new(max_classes),
+            keys: KeyCache::default(),
             fp: Fingerprinter::new(),
             db: Inherited::Unknown,
             ts: Inherited::Unknown,
@@ -158,12 +215,12 @@ impl Digester {
             return;
         };
         // --attribute-aliases db|Schema, then --inherit-attributes db,ts.
-        if let Some(db) = ev.get_bytes(b"db").or_else(|| ev.get_bytes(b"Schema")) {
+        if let Some(db) = ev.known(Known::Db).or_else(|| ev.known(Known::Schema)) {
             if !matches!(&self.db, Inherited::Known(Some(d)) if &d[..] == db) {
                 self.db = Inherited::Known(Some(db.into()));
             }
         }
-        if let Some(ts) = ev.get_bytes(b"ts") {
+        if let Some(ts) = ev.known(Known::Ts) {
             if self.ts_cache.0 != ts {
                 self.ts_cache = (ts.to_vec(), parse_ts(ts));
             }
@@ -175,7 +232,7 @@ impl Digester {
         let slot = part.classes.slot(fingerprint);
         part.events += 1;
         let admin = arg.starts_with(b"administrator");
-        let rate_limited = ev.get_bytes(b"Log_slow_rate_limit").is_some_and(truthy);
+        let rate_limited = ev.known(Known::RateLimit).is_some_and(truthy);
         let mut query_time = None;
         let attrs = &mut part.attrs;
         let class = match slot {
@@ -183,37 +240,39 @@ impl Digester {
             Slot::Other => &mut part.classes.other,
         };
         class.count += 1;
-        let mut num_buf = crate::slowlog::itoa_buf::Buf::default();
-        for (key, value) in ev.iter() {
+        for (position, (key, value)) in ev.iter().enumerate() {
             let Some(value) = value else { continue };
-            if NOT_METRICS.contains(&key) || (rate_limited && (key == b"Log_slow_rate_limit" || key == b"Log_slow_rate_type")) {
+            let k = self.keys.lookup(position, key);
+            let info = &mut self.keys.infos[k];
+            if info.skip || (rate_limited && info.rate_limit) {
                 continue;
             }
-            let text = value.as_bytes(&mut num_buf);
             let num = match value {
                 Value::Num(n) => Some(Num { value: n as f64, nanos: Some(n as i128 * 1_000_000_000) }),
-                Value::Bytes(b) if key == b"Query_time" => parse_query_time(b),
+                Value::Bytes(b) if info.query_time => parse_query_time(b),
                 Value::Bytes(b) => parse_number(b),
             };
             if let Some(mut n) = num {
-                if admin && ADMIN_ZEROED.contains(&key) {
+                if admin && info.admin_zeroed {
                     n = Num { value: 0.0, nanos: Some(0) };
                 }
-                if key == b"Query_time" {
+                if info.query_time {
                     query_time = Some(n.value);
                 }
-                class.num(attrs.id(key, Kind::Num)).add(n);
-            } else if text == b"Yes" || text == b"No" {
-                class.add_bool(attrs.id(key, Kind::Bool), text == b"Yes");
-            } else if NUMERIC.contains(&key) {
+                let id = *info.num_id.get_or_insert_with(|| attrs.id(key, Kind::Num));
+                class.num(id).add(n);
+            } else if let Value::Bytes(text @ (b"Yes" | b"No")) = value {
+                let id = *info.bool_id.get_or_insert_with(|| attrs.id(key, Kind::Bool));
+                class.add_bool(id, text == b"Yes");
+            } else if info.always_numeric {
                 part.bad_values += 1;
                 part.first_bad_value.get_or_insert(ev.pos_in_log as u64);
             }
         }
-        if let Some(user) = ev.get_bytes(b"user") {
+        if let Some(user) = ev.known(Known::User) {
             class.user.add(user, 1);
         }
-        if let Some(host) = ev.get_bytes(b"host") {
+        if let Some(host) = ev.known(Known::Host) {
             class.host.add(host, 1);
         }
         match &self.db {

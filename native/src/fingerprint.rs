@@ -22,6 +22,8 @@
 //! two or three times at memchr speed. The steps are checked against pt's own code on
 //! every statement of the corpus and on fuzzed input (tests/pt_differential.rs).
 
+use std::sync::OnceLock;
+
 use memchr::{memchr, memchr2, memchr3, memmem};
 
 use crate::perl::{is_space, is_word, run_len, starts_with_ci};
@@ -111,6 +113,14 @@ impl Fingerprinter {
     }
 }
 
+/// A substring finder built once (a one-off `memmem::find` builds one per call).
+macro_rules! finder {
+    ($needle:expr) => {{
+        static F: OnceLock<memmem::Finder<'static>> = OnceLock::new();
+        F.get_or_init(|| memmem::Finder::new($needle))
+    }};
+}
+
 /// pt's query ID: the uppercase hex MD5 of the fingerprint (pt ≥ 3.5.4 and its JSON
 /// `checksum`; older reports and PMM use the last 16 digits).
 pub fn query_id(fingerprint: &[u8]) -> String {
@@ -141,7 +151,13 @@ fn special_case(q: &[u8]) -> Option<Option<&'static [u8]>> {
 
 /// `m#/\*\w+\.\w+:[0-9]/[0-9]\*/#`
 fn has_checksum_comment(q: &[u8]) -> bool {
-    memmem::find_iter(q, b"/*").any(|i| {
+    let mut from = 0;
+    std::iter::from_fn(|| {
+        let k = find2(q, from, b'/', b'*')?;
+        from = k + 1;
+        Some(k)
+    })
+    .any(|i| {
         let s = &q[i + 2..];
         let a = run_len(s, is_word);
         if a == 0 || s.get(a) != Some(&b'.') {
@@ -234,13 +250,27 @@ fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
     None
 }
 
+/// The first `ab` in `s` at or after `from`: memchr on the first byte (a one-off
+/// `memmem::find` would build a searcher per call).
+#[inline]
+fn find2(s: &[u8], from: usize, a: u8, b: u8) -> Option<usize> {
+    let mut i = from;
+    while let Some(k) = memchr(a, s.get(i..)?) {
+        if s.get(i + k + 1) == Some(&b) {
+            return Some(i + k);
+        }
+        i += k + 1;
+    }
+    None
+}
+
 /// `s#/\*[^!].*?\*/##sg`. Note `/**/` is not a comment to pt: `[^!]` eats the second
 /// `*`, and the comment runs to the next `*/`.
 fn strip_block_comments(s: &[u8], out: &mut Vec<u8>) -> bool {
     let mut i = 0;
     let mut last = 0;
     let mut changed = false;
-    while let Some(k) = memmem::find(&s[i..], b"/*").map(|k| k + i) {
+    while let Some(k) = find2(s, i, b'/', b'*') {
         if k + 2 >= s.len() {
             break;
         }
@@ -248,7 +278,7 @@ fn strip_block_comments(s: &[u8], out: &mut Vec<u8>) -> bool {
             i = k + 1;
             continue;
         }
-        let Some(e) = memmem::find(&s[k + 3..], b"*/").map(|e| e + k + 3) else { break };
+        let Some(e) = find2(s, k + 3, b'*', b'/') else { break };
         out.extend_from_slice(&s[last..k]);
         last = e + 2;
         i = e + 2;
@@ -352,13 +382,13 @@ fn replace_quoted(s: &[u8], out: &mut Vec<u8>, quote: u8) -> bool {
 /// `[0-9a-f.xb+-]`: what pt's number pattern continues with (case-sensitive).
 #[inline]
 fn in_number_tail(b: u8) -> bool {
-    matches!(b, b'0'..=b'9' | b'a'..=b'f' | b'.' | b'x' | b'+' | b'-')
+    crate::perl::CLASS[b as usize] & crate::perl::NUM_TAIL != 0
 }
 
 /// `[ \n\t\r\f]`: what `tr/…/ /s` squeezes (not the vertical tab, which `\s` has).
 #[inline]
 fn is_tr_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\n' | b'\t' | b'\r' | 0x0c)
+    crate::perl::CLASS[b as usize] & crate::perl::TR_SPACE != 0
 }
 
 /// The per-character rules in one pass, from the text after the string rules:
@@ -379,13 +409,22 @@ fn normalize(s: &[u8], out: &mut Vec<u8>) {
     // The bytes before `i` are leading whitespace, which `\A\s+` removes.
     while i < n {
         let c = s[i];
-        if is_word(c) && (i == 0 || !is_word(s[i - 1])) {
-            let w = run_len(&s[i..], is_word);
-            if is_true_false(&s[i..i + w]) {
-                push_question(out, &mut last_raw);
-                i += w;
-                continue;
+        if is_word(c) && !c.is_ascii_digit() {
+            if i == 0 || !is_word(s[i - 1]) {
+                let w = run_len(&s[i..], is_word);
+                if is_true_false(&s[i..i + w]) {
+                    push_question(out, &mut last_raw);
+                    i += w;
+                    continue;
+                }
             }
+            // Letters and underscores up to the next digit or non-word byte: no rule
+            // applies inside them but lowercasing.
+            let r = run_len(&s[i..], |b| is_word(b) && !b.is_ascii_digit());
+            out.extend(s[i..i + r].iter().map(u8::to_ascii_lowercase));
+            last_raw = s[i + r - 1];
+            i += r;
+            continue;
         }
         if matches!(c, b'0'..=b'9' | b'+' | b'-') {
             let mut j = i + 1;
@@ -502,7 +541,8 @@ fn collapse_lists(out: &mut Vec<u8>, tmp: &mut Vec<u8>) {
 
 /// `s/\b(select\s.*?)(?:(\sunion(?:\sall)?)\s\1)+/$1 \/*repeat$2*\//xg`
 fn collapse_unions(out: &mut Vec<u8>, tmp: &mut Vec<u8>) {
-    if memmem::find(out, b"union").is_none() {
+    let union = finder!(b"union");
+    if union.find(out).is_none() {
         return;
     }
     let s: &[u8] = out;
@@ -511,7 +551,7 @@ fn collapse_unions(out: &mut Vec<u8>, tmp: &mut Vec<u8>) {
     let mut last = 0;
     let mut i = 0;
     let mut changed = false;
-    while let Some(p) = memmem::find(&s[i..], b"select").map(|k| k + i) {
+    while let Some(p) = finder!(b"select").find(&s[i..]).map(|k| k + i) {
         i = p + 1;
         if (p > 0 && is_word(s[p - 1])) || !s.get(p + 6).is_some_and(|&b| is_space(b)) {
             continue;
@@ -520,7 +560,7 @@ fn collapse_unions(out: &mut Vec<u8>, tmp: &mut Vec<u8>) {
         // `\sunion`, so only the bytes before each "union" are candidates.
         let mut found = None;
         let mut u_from = p + 7;
-        while let Some(u) = memmem::find(&s[u_from.min(n)..], b"union").map(|k| k + u_from) {
+        while let Some(u) = union.find(&s[u_from.min(n)..]).map(|k| k + u_from) {
             u_from = u + 1;
             if u < p + 8 || !is_space(s[u - 1]) {
                 continue;
@@ -572,7 +612,7 @@ fn collapse_unions(out: &mut Vec<u8>, tmp: &mut Vec<u8>) {
 /// `s/\blimit \?(?:, ?\?| offset \?)?/limit ?/` (the first occurrence only).
 fn collapse_limit(out: &mut Vec<u8>) {
     let mut i = 0;
-    while let Some(p) = memmem::find(&out[i..], b"limit ?").map(|k| k + i) {
+    while let Some(p) = finder!(b"limit ?").find(&out[i..]).map(|k| k + i) {
         if p > 0 && is_word(out[p - 1]) {
             i = p + 1;
             continue;
@@ -598,7 +638,7 @@ fn collapse_limit(out: &mut Vec<u8>) {
 fn drop_order_by_asc(out: &mut Vec<u8>, tmp: &mut Vec<u8>) {
     let mut i = 0;
     let g = loop {
-        let Some(p) = memmem::find(&out[i..], b"order by ").map(|k| k + i) else { return };
+        let Some(p) = finder!(b"order by ").find(&out[i..]).map(|k| k + i) else { return };
         if p == 0 || !is_word(out[p - 1]) {
             break p + 9;
         }
@@ -615,7 +655,7 @@ fn drop_order_by_asc(out: &mut Vec<u8>, tmp: &mut Vec<u8>) {
         let mut found = None;
         let mut q = g + 1;
         while q < n {
-            let Some(k) = memmem::find(&s[q..], b"asc").map(|k| k + q) else { break };
+            let Some(k) = finder!(b"asc").find(&s[q..]).map(|k| k + q) else { break };
             // \s+ ending right before "asc", starting after at least one byte of $1.
             if k > q && is_space(s[k - 1]) {
                 let mut ws = k - 1;

@@ -16,10 +16,12 @@
 //! - `sketch`: the mergeable quantile sketch;
 //! - `aggregate`: per-class statistics and their merge;
 //! - `digest`: pt's event pipeline into a `Part`, and the merge of parts;
-//! - `parallel`: one log split at record boundaries and digested on all cores.
+//! - `parallel`: one log split at record boundaries and digested on all cores;
+//! - `file`: a log file, memory-mapped.
 
 pub mod aggregate;
 pub mod digest;
+pub mod file;
 pub mod fingerprint;
 pub mod number;
 pub mod parallel;

@@ -74,25 +74,30 @@ pub fn parse_query_time(s: &[u8]) -> Option<Num> {
 
 fn decimal(neg: bool, int: &[u8], frac: &[u8], text: &[u8]) -> Num {
     let digits = int.len() + frac.len();
-    let value = if digits <= 15 {
-        // Both operands exact, one correctly rounded division: the nearest double.
-        let m = int.iter().chain(frac).fold(0u64, |m, &d| m * 10 + (d - b'0') as u64) as f64;
-        m / POW10[frac.len()]
-    } else {
-        std::str::from_utf8(text).ok().and_then(|t| t.trim_start_matches('+').parse().ok()).unwrap_or(f64::NAN).abs()
-    };
-    let value = if neg { -value } else { value };
+    if digits <= 18 {
+        // One pass: the digits as an integer. Both operands of the division are exact,
+        // so the quotient is the nearest double to the decimal.
+        let m = int.iter().chain(frac).fold(0u64, |m, &d| m * 10 + (d - b'0') as u64);
+        let value = if digits <= 15 { m as f64 / POW10[frac.len()] } else { parse_text(text) };
+        let nanos = (frac.len() <= 9).then(|| m as i128 * 10i128.pow(9 - frac.len() as u32));
+        return if neg {
+            Num { value: -value, nanos: nanos.map(|n| -n) }
+        } else {
+            Num { value, nanos }
+        };
+    }
+    let value = parse_text(text);
     let nanos = (frac.len() <= 9 && int.len() <= 25).then(|| {
-        let mut n: i128 = 0;
-        for &d in int {
-            n = n * 10 + (d - b'0') as i128;
-        }
-        for i in 0..9 {
-            n = n * 10 + frac.get(i).map_or(0, |&d| (d - b'0') as i128);
-        }
+        let n = int.iter().chain(frac).fold(0i128, |n, &d| n * 10 + (d - b'0') as i128)
+            * 10i128.pow(9 - frac.len() as u32);
         if neg { -n } else { n }
     });
-    Num { value, nanos }
+    Num { value: if neg { -value } else { value }, nanos }
+}
+
+/// The nearest double to a decimal text (digits, a dot, an optional sign).
+fn parse_text(text: &[u8]) -> f64 {
+    std::str::from_utf8(text).ok().and_then(|t| t.trim_start_matches(['+', '-']).parse().ok()).unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]

@@ -4,16 +4,46 @@
 //! applies ASCII rules: `\w` is `[A-Za-z0-9_]`, `\s` is `[ \t\n\x0b\x0c\r]`
 //! (vertical tab included since Perl 5.18) and `lc` touches only `A-Z`.
 
+/// Byte classes as bit flags, looked up in one table (the hot loops test every byte).
+pub const SPACE: u8 = 1; // Perl \s
+pub const WORD: u8 = 2; // Perl \w
+pub const NUM_TAIL: u8 = 4; // pt's number tail [0-9a-f.xb+-]
+pub const TR_SPACE: u8 = 8; // what pt's tr squeezes: [ \n\t\r\f]
+
+pub static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        let mut f = 0;
+        if matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
+            f |= SPACE;
+        }
+        if c.is_ascii_alphanumeric() || c == b'_' {
+            f |= WORD;
+        }
+        if matches!(c, b'0'..=b'9' | b'a'..=b'f' | b'.' | b'x' | b'+' | b'-') {
+            f |= NUM_TAIL;
+        }
+        if matches!(c, b' ' | b'\n' | b'\t' | b'\r' | 0x0c) {
+            f |= TR_SPACE;
+        }
+        t[b] = f;
+        b += 1;
+    }
+    t
+};
+
 /// Perl `\s` on a byte string.
 #[inline]
 pub fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+    CLASS[b as usize] & SPACE != 0
 }
 
 /// Perl `\w` on a byte string.
 #[inline]
 pub fn is_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    CLASS[b as usize] & WORD != 0
 }
 
 /// Length of the run of bytes at the start of `s` that satisfy `f`.

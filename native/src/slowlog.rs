@@ -82,6 +82,7 @@ enum StmtSrc {
 /// One event as pt's parse_event returns it: its properties, later keys winning.
 pub struct Event<'p> {
     props: &'p [(Item, Option<Item>)],
+    known: &'p [u16; 7],
     stmt: &'p [u8],
     arena: &'p [u8],
     data: &'p [u8],
@@ -130,9 +131,22 @@ impl<'p> Event<'p> {
         }
     }
 
+    /// A property the digest reads on every event, without a search.
+    #[inline]
+    pub fn known(&self, k: Known) -> Option<&'p [u8]> {
+        let i = self.known[k as usize];
+        if i == u16::MAX {
+            return None;
+        }
+        match self.props[i as usize].1.map(|v| self.resolve(v))? {
+            Value::Bytes(b) => Some(b),
+            Value::Num(_) => None,
+        }
+    }
+
     /// The query text (`arg`).
     pub fn arg(&self) -> Option<&'p [u8]> {
-        self.get_bytes(b"arg")
+        self.known(Known::Arg)
     }
 
     /// pt's `cmd` is `Admin` for administrator commands.
@@ -161,9 +175,10 @@ pub struct Parser<'d> {
     arena: Vec<u8>,
     items: Vec<Item>,
     props: Vec<(Item, Option<Item>)>,
-    banner: memmem::Finder<'static>,
-    banner2: memmem::Finder<'static>,
-    banner3: memmem::Finder<'static>,
+    sigs: Vec<u64>,
+    known: [u16; 7],
+    mysqld: memmem::Finder<'static>,
+    newline_t: memmem::Finder<'static>,
     uh: memmem::Finder<'static>,
 }
 
@@ -183,9 +198,10 @@ impl<'d> Parser<'d> {
             arena: Vec::new(),
             items: Vec::with_capacity(64),
             props: Vec::with_capacity(32),
-            banner: memmem::Finder::new(b"ort:"),
-            banner2: memmem::Finder::new(b"mysqld,"),
-            banner3: memmem::Finder::new(b"Command"),
+            sigs: Vec::with_capacity(32),
+            known: [u16::MAX; 7],
+            mysqld: memmem::Finder::new(b"mysqld,"),
+            newline_t: memmem::Finder::new(b"\nT"),
             uh: memmem::Finder::new(USER_HOST),
         }
     }
@@ -228,7 +244,7 @@ impl<'d> Parser<'d> {
             }
         };
         let stmt = self.stmt_of(self.cur);
-        Some(Event { props: &self.props, stmt, arena: &self.arena, data: self.data, pos_in_log: this_pos })
+        Some(Event { props: &self.props, known: &self.known, stmt, arena: &self.arena, data: self.data, pos_in_log: this_pos })
     }
 
     /// One pass of parse_event's EVENT loop; the properties land in `self.props`.
@@ -373,7 +389,7 @@ impl<'d> Parser<'d> {
             }
 
             // 5. `{ @properties }`: pairs in order, a later key replacing an earlier one.
-            resolve_pairs(&self.items, stmt, &self.arena, data, &mut self.props);
+            resolve_pairs(&self.items, stmt, &self.arena, data, &mut self.props, &mut self.sigs, &mut self.known);
             Parsed::Event(this_pos)
         }
     }
@@ -385,10 +401,12 @@ impl<'d> Parser<'d> {
         }
     }
 
-    /// Cheap test before the banner regex: each banner pattern has a literal part.
+    /// Cheap test before the banner regex: its lines start with `T[cC]` (Tcp port)
+    /// or `Ti` (Time), or contain `mysqld,`.
     fn has_banner(&self, s: &[u8]) -> bool {
-        (self.banner.find(s).is_some() || self.banner2.find(s).is_some() || self.banner3.find(s).is_some())
-            && banner_re().is_match(s)
+        let t_line = |at: usize| matches!(s.get(at..at + 2), Some(b"Tc" | b"TC" | b"Ti"));
+        let maybe = self.mysqld.find(s).is_some() || t_line(0) || self.newline_t.find_iter(s).any(|i| t_line(i + 1));
+        maybe && banner_re().is_match(s)
     }
 
     fn prefix_hash(&mut self, src: StmtSrc) -> StmtSrc {
@@ -524,7 +542,10 @@ fn fast_user_host(line: &[u8], p: usize) -> Option<UserHost> {
         n
     };
     let after_user = p + user_len;
-    let at = memmem::find(&line[after_user..], b"@ ")? + after_user + 2;
+    let at = memchr::memchr_iter(b'@', &line[after_user..])
+        .map(|i| after_user + i)
+        .find(|&i| line.get(i + 1) == Some(&b' '))?
+        + 2;
     let host_len = run_len(&line[at..], |b| !is_space(b));
     let host_end = at + host_len;
     if !line[host_end..].starts_with(b" [") {
@@ -572,9 +593,12 @@ fn is_attribute_line(line: &[u8]) -> bool {
 /// MariaDB writes `Schema:` with an empty value before the next attribute; pt removes
 /// the first `Schema:\s+` when the line matches `Schema:\s+\w+: `.
 fn schema_fix(line: &[u8]) -> Option<Vec<u8>> {
+    static SCHEMA: OnceLock<memmem::Finder<'static>> = OnceLock::new();
+    let finder = SCHEMA.get_or_init(|| memmem::Finder::new(b"Schema:"));
+    finder.find(line)?;
     let mut from = 0;
     let mut needs_fix = false;
-    while let Some(i) = memmem::find(&line[from..], b"Schema:") {
+    while let Some(i) = finder.find(&line[from..]) {
         let s = from + i + 7;
         let ws = run_len(&line[s..], is_space);
         let w = run_len(&line[s + ws..], crate::perl::is_word);
@@ -588,7 +612,7 @@ fn schema_fix(line: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let mut from = 0;
-    while let Some(i) = memmem::find(&line[from..], b"Schema:") {
+    while let Some(i) = finder.find(&line[from..]) {
         let s = from + i + 7;
         let ws = run_len(&line[s..], is_space);
         if ws > 0 {
@@ -649,25 +673,90 @@ fn banner_re() -> &'static Regex {
     })
 }
 
+/// Properties the digest reads by name, found once per event.
+#[derive(Clone, Copy, Debug)]
+pub enum Known {
+    Arg,
+    Db,
+    Schema,
+    Ts,
+    User,
+    Host,
+    RateLimit,
+}
+
+const KNOWN_KEYS: [&[u8]; 7] = [b"arg", b"db", b"Schema", b"ts", b"user", b"host", b"Log_slow_rate_limit"];
+
 /// Perl's `{ @properties }`: walk the flat list in pairs; a repeated key keeps its first
-/// place and takes the later value; an odd last key gets undef.
-fn resolve_pairs(items: &[Item], stmt: &[u8], arena: &[u8], data: &[u8], out: &mut Vec<(Item, Option<Item>)>) {
+/// place and takes the later value; an odd last key gets undef. Also notes where the
+/// `Known` keys are.
+fn resolve_pairs(
+    items: &[Item],
+    stmt: &[u8],
+    arena: &[u8],
+    data: &[u8],
+    out: &mut Vec<(Item, Option<Item>)>,
+    sigs: &mut Vec<u64>,
+    known: &mut [u16; 7],
+) {
     out.clear();
-    let bytes = |it: Item| -> Option<&[u8]> {
+    sigs.clear();
+    *known = [u16::MAX; 7];
+    let bytes = |it: Item| -> &[u8] {
         match it {
-            Item::Const(c) => Some(c),
-            Item::Stmt(a, b) => Some(&stmt[a as usize..b as usize]),
-            Item::Arena(a, b) => Some(&arena[a as usize..b as usize]),
-            Item::Data(a, b) => Some(&data[a..b]),
-            Item::Num(_) => None,
+            Item::Const(c) => c,
+            Item::Stmt(a, b) => &stmt[a as usize..b as usize],
+            Item::Arena(a, b) => &arena[a as usize..b as usize],
+            Item::Data(a, b) => &data[a..b],
+            Item::Num(_) => b"",
         }
     };
+    // Keys are looked up in a small open-addressing table of their signatures (length
+    // and first and last bytes), so a repeated key is found without comparing bytes of
+    // every earlier one.
+    let sig = |b: &[u8]| -> u64 {
+        (b.len() as u64) | (*b.first().unwrap_or(&0) as u64) << 32 | (*b.last().unwrap_or(&0) as u64) << 40
+    };
+    if items.len() > 200 {
+        // More keys than the table holds (only in odd input): compare them all.
+        for pair in items.chunks(2) {
+            let (k, v) = (pair[0], pair.get(1).copied());
+            let kb = bytes(k);
+            match out.iter_mut().find(|(ek, _)| bytes(*ek) == kb) {
+                Some(slot) => slot.1 = v,
+                None => {
+                    if let Some(j) = KNOWN_KEYS.iter().position(|name| *name == kb) {
+                        known[j] = out.len() as u16;
+                    }
+                    out.push((k, v));
+                }
+            }
+        }
+        return;
+    }
+    let mut table = [u16::MAX; 128];
     for pair in items.chunks(2) {
         let (k, v) = (pair[0], pair.get(1).copied());
         let kb = bytes(k);
-        match out.iter_mut().find(|(ek, _)| bytes(*ek) == kb) {
-            Some(slot) => slot.1 = v,
-            None => out.push((k, v)),
+        let ks = sig(kb);
+        let mut h = (ks.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize;
+        loop {
+            let slot = table[h];
+            if slot == u16::MAX {
+                table[h] = out.len() as u16;
+                if let Some(j) = KNOWN_KEYS.iter().position(|name| *name == kb) {
+                    known[j] = out.len() as u16;
+                }
+                out.push((k, v));
+                sigs.push(ks);
+                break;
+            }
+            let s = slot as usize;
+            if sigs[s] == ks && bytes(out[s].0) == kb {
+                out[s].1 = v;
+                break;
+            }
+            h = (h + 1) & 127;
         }
     }
 }
