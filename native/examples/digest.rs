@@ -11,11 +11,5 @@ fn main() {
     let part = govern_native::file::digest_file(path.as_ref(), threads, usize::MAX).unwrap();
     let secs = t0.elapsed().as_secs_f64();
     let bytes = std::fs::metadata(&path).unwrap().len() as f64;
-    println!(
-        "{} events, {} classes, {:.2} s, {:.0} MB/s",
-        part.events,
-        part.classes.len(),
-        secs,
-        bytes / secs / 1e6
-    );
+    println!("{} events, {} classes, {:.2} s, {:.0} MB/s", part.events, part.classes.len(), secs, bytes / secs / 1e6);
 }

@@ -21,13 +21,35 @@ use crate::slowlog::{Event, Known, Parser, Value};
 /// pt's default `--ignore-attributes`, plus what govern reads separately
 /// (`db`, `Schema`, `user`, `host`, `ts`) and parser bookkeeping.
 const NOT_METRICS: &[&[u8]] = &[
-    b"arg", b"cmd", b"insert_id", b"ip", b"port", b"Thread_id", b"timestamp", b"exptime", b"flags", b"key", b"res",
-    b"val", b"server_id", b"offset", b"end_log_pos", b"Xid", b"pos_in_log", b"db", b"Schema", b"user", b"host", b"ts",
-    b"fingerprint", b"last_insert_id",
+    b"arg",
+    b"cmd",
+    b"insert_id",
+    b"ip",
+    b"port",
+    b"Thread_id",
+    b"timestamp",
+    b"exptime",
+    b"flags",
+    b"key",
+    b"res",
+    b"val",
+    b"server_id",
+    b"offset",
+    b"end_log_pos",
+    b"Xid",
+    b"pos_in_log",
+    b"db",
+    b"Schema",
+    b"user",
+    b"host",
+    b"ts",
+    b"fingerprint",
+    b"last_insert_id",
 ];
 
 /// Attributes that are always numbers: any other value is counted as malformed.
-const NUMERIC: &[&[u8]] = &[b"Query_time", b"Lock_time", b"Rows_sent", b"Rows_examined", b"Rows_affected", b"Bytes_sent"];
+const NUMERIC: &[&[u8]] =
+    &[b"Query_time", b"Lock_time", b"Rows_sent", b"Rows_examined", b"Rows_affected", b"Bytes_sent"];
 
 /// Row counts pt zeroes for administrator commands.
 const ADMIN_ZEROED: &[&[u8]] = &[b"Rows_sent", b"Rows_examined", b"Rows_read", b"Rows_affected"];
@@ -266,7 +288,7 @@ impl Digester {
                 class.add_bool(id, text == b"Yes");
             } else if info.always_numeric {
                 part.bad_values += 1;
-                part.first_bad_value.get_or_insert(ev.pos_in_log as u64);
+                part.first_bad_value.get_or_insert(ev.pos_in_log);
             }
         }
         if let Some(user) = ev.known(Known::User) {
@@ -298,7 +320,7 @@ impl Digester {
                     Inherited::Known(d) => d.clone(),
                     Inherited::Unknown => None,
                 },
-                pos_in_log: ev.pos_in_log as u64,
+                pos_in_log: ev.pos_in_log,
             });
         }
     }
@@ -318,7 +340,21 @@ impl Digester {
 /// Digest `data[start..]` from a reader standing at `start` with `pending` read ahead,
 /// until the reader passes `end` with nothing pending.
 pub fn digest_range(data: &[u8], start: usize, pending: VecDeque<Vec<u8>>, end: usize, max_classes: usize) -> Part {
+    digest_window(data, 0, start, pending, end, max_classes).0
+}
+
+/// `digest_range` on a window of the input that starts at offset `base`; also says
+/// whether a read ran into the end of the window (see `Parser::hit_end`).
+pub fn digest_window(
+    data: &[u8],
+    base: u64,
+    start: usize,
+    pending: VecDeque<Vec<u8>>,
+    end: usize,
+    max_classes: usize,
+) -> (Part, bool) {
     let mut parser = Parser::with_pending(data, start, pending);
+    parser.set_base(base);
     let mut d = Digester::new(max_classes);
     while parser.pos() < end || parser.has_pending() {
         match parser.next_event() {
@@ -326,11 +362,12 @@ pub fn digest_range(data: &[u8], start: usize, pending: VecDeque<Vec<u8>>, end: 
             None => break,
         }
     }
+    let hit_end = parser.hit_end();
     let (end_pos, end_pending) = parser.into_state();
     let mut part = d.finish();
     part.end_pos = end_pos;
     part.end_pending = end_pending;
-    part
+    (part, hit_end)
 }
 
 /// pt's `ts` (`YYMMDD HH:MM:SS`, hour possibly space-padded, or ISO

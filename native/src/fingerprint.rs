@@ -689,7 +689,10 @@ mod tests {
     #[test]
     fn examples_from_pt() {
         // Outputs of pt-query-digest 3.2.1's QueryRewriter for the same inputs.
-        assert_eq!(fp("SELECT * FROM t WHERE a=TRUE and b IN (1,2,3) order by x ASC, y asc"), "select * from t where a=? and b in(?+) order by x, y");
+        assert_eq!(
+            fp("SELECT * FROM t WHERE a=TRUE and b IN (1,2,3) order by x ASC, y asc"),
+            "select * from t where a=? and b in(?+) order by x, y"
+        );
         assert_eq!(fp("select a asc from t order by b asc"), "select a asc from t order by b");
         assert_eq!(fp("select x from t order by a asc asc"), "select x from t order by a asc");
         assert_eq!(fp("select x from t order by a ascending"), "select x from t order by aending");
@@ -703,7 +706,10 @@ mod tests {
         assert_eq!(fp("nullx1 NULL"), "?? ?");
         assert_eq!(fp("update db2.tuningdetail_21_265507 n\n      inner join db1.gonzo a using(gonzo) \n      set n.column1 = a.column1, n.word3 = a.word3"),
             "update d?tuningdetail_?_? n inner join d?gonzo a using(gonzo) set n.column? = a.column?, n.word? = a.word?");
-        assert_eq!(fp("INSERT INTO db1.conch (word3, vid83)\nVALUES ('211', '18')"), "insert into d?onch (word?, vid?) values(?+)");
+        assert_eq!(
+            fp("INSERT INTO db1.conch (word3, vid83)\nVALUES ('211', '18')"),
+            "insert into d?onch (word?, vid?) values(?+)"
+        );
         assert_eq!(fp("select \"a\" from t where x in (1,2) limit 5, 10"), "select ? from t where x in(?+) limit ?");
     }
 

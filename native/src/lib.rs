@@ -17,7 +17,8 @@
 //! - `aggregate`: per-class statistics and their merge;
 //! - `digest`: pt's event pipeline into a `Part`, and the merge of parts;
 //! - `parallel`: one log split at record boundaries and digested on all cores;
-//! - `file`: a log file, memory-mapped.
+//! - `file`: a log file, memory-mapped;
+//! - `stream`: a log arriving in pieces (stdin, decompressed files).
 
 pub mod aggregate;
 pub mod digest;
@@ -29,3 +30,7 @@ pub mod perl;
 pub mod records;
 pub mod sketch;
 pub mod slowlog;
+pub mod stream;
+
+#[cfg(feature = "python")]
+mod python;

@@ -14,8 +14,8 @@ pub struct Num {
 }
 
 const POW10: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
-    1e20, 1e21, 1e22,
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+    1e21, 1e22,
 ];
 
 /// pt's number pattern; `None` for text.
@@ -80,17 +80,17 @@ fn decimal(neg: bool, int: &[u8], frac: &[u8], text: &[u8]) -> Num {
         let m = int.iter().chain(frac).fold(0u64, |m, &d| m * 10 + (d - b'0') as u64);
         let value = if digits <= 15 { m as f64 / POW10[frac.len()] } else { parse_text(text) };
         let nanos = (frac.len() <= 9).then(|| m as i128 * 10i128.pow(9 - frac.len() as u32));
-        return if neg {
-            Num { value: -value, nanos: nanos.map(|n| -n) }
-        } else {
-            Num { value, nanos }
-        };
+        return if neg { Num { value: -value, nanos: nanos.map(|n| -n) } } else { Num { value, nanos } };
     }
     let value = parse_text(text);
     let nanos = (frac.len() <= 9 && int.len() <= 25).then(|| {
-        let n = int.iter().chain(frac).fold(0i128, |n, &d| n * 10 + (d - b'0') as i128)
-            * 10i128.pow(9 - frac.len() as u32);
-        if neg { -n } else { n }
+        let n =
+            int.iter().chain(frac).fold(0i128, |n, &d| n * 10 + (d - b'0') as i128) * 10i128.pow(9 - frac.len() as u32);
+        if neg {
+            -n
+        } else {
+            n
+        }
     });
     Num { value: if neg { -value } else { value }, nanos }
 }
@@ -106,7 +106,9 @@ mod tests {
 
     #[test]
     fn pt_number_pattern() {
-        for (s, v) in [("123", 123.0), ("0.000316", 0.000316), ("1.", 1.0), ("+1.5", 1.5), ("-2.25", -2.25), ("1.5E-3", 0.0015)] {
+        for (s, v) in
+            [("123", 123.0), ("0.000316", 0.000316), ("1.", 1.0), ("+1.5", 1.5), ("-2.25", -2.25), ("1.5E-3", 0.0015)]
+        {
             assert_eq!(parse_number(s.as_bytes()).map(|n| n.value), Some(v), "{s}");
         }
         for s in ["-5", ".5", "1e5", "", "No", "1.2.3", "12a"] {

@@ -38,7 +38,8 @@ pub fn bucket_value(i: i32) -> f64 {
 
 impl Sketch {
     pub fn add(&mut self, x: f64) {
-        if !(x > MIN_VALUE) {
+        // Zero, tiny, negative and NaN values all count as zero.
+        if x.is_nan() || x <= MIN_VALUE {
             self.zeros += 1;
             return;
         }
@@ -119,7 +120,11 @@ mod tests {
         let (mut a, mut b, mut all) = (Sketch::default(), Sketch::default(), Sketch::default());
         for i in 0..1000 {
             let v = (i % 97) as f64 * 0.01;
-            if i % 3 == 0 { a.add(v) } else { b.add(v) }
+            if i % 3 == 0 {
+                a.add(v)
+            } else {
+                b.add(v)
+            }
             all.add(v);
         }
         a.merge(&b);

@@ -87,7 +87,7 @@ pub struct Event<'p> {
     arena: &'p [u8],
     data: &'p [u8],
     /// Byte offset pt reports as `pos_in_log`.
-    pub pos_in_log: usize,
+    pub pos_in_log: u64,
 }
 
 impl<'p> Event<'p> {
@@ -117,10 +117,7 @@ impl<'p> Event<'p> {
 
     /// The value of one property.
     pub fn get(&self, key: &[u8]) -> Option<Value<'p>> {
-        self.props
-            .iter()
-            .find(|(k, _)| self.key_bytes(*k) == key)
-            .and_then(|&(_, v)| v.map(|v| self.resolve(v)))
+        self.props.iter().find(|(k, _)| self.key_bytes(*k) == key).and_then(|&(_, v)| v.map(|v| self.resolve(v)))
     }
 
     /// A property as bytes (numbers are only `bytes` and `pos_in_log`, never text fields).
@@ -168,6 +165,10 @@ enum Parsed {
 pub struct Parser<'d> {
     data: &'d [u8],
     pos: usize,
+    /// Offset of `data` in the whole input, for `pos_in_log`.
+    base: u64,
+    /// A read ran into the end of `data` without finding its separator.
+    hit_end: bool,
     seps: Separators,
     pending: VecDeque<Vec<u8>>,
     stmt_buf: Vec<u8>,
@@ -191,6 +192,8 @@ impl<'d> Parser<'d> {
         Parser {
             data,
             pos,
+            base: 0,
+            hit_end: false,
             seps: Separators::default(),
             pending: VecDeque::new(),
             stmt_buf: Vec::new(),
@@ -211,6 +214,17 @@ impl<'d> Parser<'d> {
         let mut p = Parser::new(data, pos);
         p.pending = pending;
         p
+    }
+
+    /// Report positions as offsets from `base` (when `data` is a window of the input).
+    pub fn set_base(&mut self, base: u64) {
+        self.base = base;
+    }
+
+    /// True when a read ran into the end of the data: with more input to come, what
+    /// was read there may not be the record pt would read.
+    pub fn hit_end(&self) -> bool {
+        self.hit_end
     }
 
     /// The reader's state: position and records read ahead but not parsed.
@@ -244,7 +258,8 @@ impl<'d> Parser<'d> {
             }
         };
         let stmt = self.stmt_of(self.cur);
-        Some(Event { props: &self.props, known: &self.known, stmt, arena: &self.arena, data: self.data, pos_in_log: this_pos })
+        let pos_in_log = self.base + this_pos as u64;
+        Some(Event { props: &self.props, known: &self.known, stmt, arena: &self.arena, data: self.data, pos_in_log })
     }
 
     /// One pass of parse_event's EVENT loop; the properties land in `self.props`.
@@ -256,8 +271,9 @@ impl<'d> Parser<'d> {
                 self.stmt_buf = chunk;
                 StmtSrc::Buf
             } else {
-                let Some((a, b)) = self.seps.read(data, self.pos, false) else { return Parsed::End };
-                self.pos = b;
+                let Some((a, b)) = read_at(&self.seps, data, &mut self.pos, &mut self.hit_end, false) else {
+                    return Parsed::End;
+                };
                 StmtSrc::Data(a, b)
             };
             let this_pos = *pos_in_log;
@@ -297,7 +313,12 @@ impl<'d> Parser<'d> {
             self.items.clear();
             self.arena.clear();
             let items = &mut self.items;
-            items.extend([Item::Const(b"cmd"), Item::Const(b"Query"), Item::Const(b"pos_in_log"), Item::Num(this_pos as u64)]);
+            items.extend([
+                Item::Const(b"cmd"),
+                Item::Const(b"Query"),
+                Item::Const(b"pos_in_log"),
+                Item::Num(self.base + this_pos as u64),
+            ]);
             let (mut got_ts, mut got_uh, mut got_ac, mut got_db, mut got_set) = (false, false, false, false, false);
             let mut found_arg = false;
             let len = stmt.len();
@@ -326,17 +347,24 @@ impl<'d> Parser<'d> {
                     got_uh = true;
                 } else if !got_ac && line.starts_with(b"# administrator command:") {
                     let skip = 1 + run_len(&line[1..], is_space);
-                    items.extend([Item::Const(b"cmd"), Item::Const(b"Admin"), Item::Const(b"arg"), at(skip, line.len())]);
+                    items.extend([
+                        Item::Const(b"cmd"),
+                        Item::Const(b"Admin"),
+                        Item::Const(b"arg"),
+                        at(skip, line.len()),
+                    ]);
                     items.extend([Item::Const(b"bytes"), Item::Num((line.len() - skip) as u64)]);
                     found_arg = true;
                     got_ac = true;
                 } else if is_attribute_line(line) {
                     match schema_fix(line) {
-                        None => push_attribute_pairs(items, line, |a, b| at(a, b)),
+                        None => push_attribute_pairs(items, line, at),
                         Some(fixed) => {
                             let base = self.arena.len();
                             self.arena.extend_from_slice(&fixed);
-                            push_attribute_pairs(items, &fixed, |a, b| Item::Arena((base + a) as u32, (base + b) as u32));
+                            push_attribute_pairs(items, &fixed, |a, b| {
+                                Item::Arena((base + a) as u32, (base + b) as u32)
+                            });
                         }
                     }
                 } else if !got_db && line.starts_with(b"use ") && line.len() > 4 && line[4] != b';' {
@@ -356,15 +384,13 @@ impl<'d> Parser<'d> {
 
                 if !found_arg && line_end == len {
                     // A header line ends the record: pt reads up to the next ";\n".
-                    let Some((a, b)) = self.seps.read(data, self.pos, true) else {
+                    let Some((a, b)) = read_at(&self.seps, data, &mut self.pos, &mut self.hit_end, true) else {
                         return Parsed::Skipped;
                     };
-                    self.pos = b;
                     let l = &data[a..b];
                     if is_null_query(l) {
                         let mut chunk = l.to_vec();
-                        if let Some((c, d)) = self.seps.read(data, self.pos, false) {
-                            self.pos = d;
+                        if let Some((c, d)) = read_at(&self.seps, data, &mut self.pos, &mut self.hit_end, false) {
                             chunk.extend_from_slice(&data[c..d]);
                         }
                         self.pending.push_back(chunk);
@@ -376,7 +402,12 @@ impl<'d> Parser<'d> {
                             e -= 2;
                         }
                         let s = a + run_len(&data[a..e], is_space);
-                        items.extend([Item::Const(b"cmd"), Item::Const(b"Admin"), Item::Const(b"arg"), Item::Data(s, e)]);
+                        items.extend([
+                            Item::Const(b"cmd"),
+                            Item::Const(b"Admin"),
+                            Item::Const(b"arg"),
+                            Item::Data(s, e),
+                        ]);
                         items.extend([Item::Const(b"bytes"), Item::Num((e - s) as u64)]);
                     }
                     found_arg = true;
@@ -448,6 +479,20 @@ impl<'d> Parser<'d> {
             }
         }
     }
+}
+
+/// Read a record (or, with `line`, up to the next `;\n`) from `*pos`, advancing it.
+fn read_at(seps: &Separators, data: &[u8], pos: &mut usize, hit_end: &mut bool, line: bool) -> Option<(usize, usize)> {
+    let Some((a, b)) = seps.read(data, *pos, line) else {
+        *hit_end = true;
+        return None;
+    };
+    let sep: &[u8] = if line { b";\n" } else { b";\n#" };
+    if b == data.len() && !data[a..b].ends_with(sep) {
+        *hit_end = true;
+    }
+    *pos = b;
+    Some((a, b))
 }
 
 /// The leftmost match of `;\n#?\Z` in `s`, as (start, end).

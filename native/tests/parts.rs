@@ -19,8 +19,16 @@ fn assert_same(a: &Part, b: &Part, what: &str) {
     let (x, y) = (&a.classes.other, &b.classes.other);
     assert_eq!(x.nums, y.nums, "{what}: other nums");
     assert_eq!(x.bools, y.bools, "{what}: other bools");
-    assert_eq!((&x.db, &x.user, &x.host, x.db_unknown), (&y.db, &y.user, &y.host, y.db_unknown), "{what}: other distributions");
-    assert_eq!((x.first_seen, x.last_seen, x.time_unknown), (y.first_seen, y.last_seen, y.time_unknown), "{what}: other times");
+    assert_eq!(
+        (&x.db, &x.user, &x.host, x.db_unknown),
+        (&y.db, &y.user, &y.host, y.db_unknown),
+        "{what}: other distributions"
+    );
+    assert_eq!(
+        (x.first_seen, x.last_seen, x.time_unknown),
+        (y.first_seen, y.last_seen, y.time_unknown),
+        "{what}: other times"
+    );
     assert_eq!(x.sample, y.sample, "{what}: other sample");
     assert_eq!(a.classes.other_fingerprints, b.classes.other_fingerprints, "{what}: other count");
 }
@@ -61,6 +69,29 @@ fn read_ahead_across_part_boundaries() {
         for threads in [1, 2] {
             let parts = digest_parts(&log, &split_points(&log, 1), threads, usize::MAX);
             assert_same(&serial, &parts, &format!("round {round} threads {threads}"));
+        }
+    }
+}
+
+/// Feeding a log in pieces of any size gives the digest of the whole log.
+#[test]
+fn streamed_input_equals_the_whole() {
+    use govern_native::stream::Stream;
+    let Some(files) = common::corpus_files() else { return };
+    let mut logs: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .filter(|p| p.extension().is_none_or(|e| e != "md"))
+        .map(|p| (p.display().to_string(), common::read_log(p)))
+        .collect();
+    logs.extend((0..10).map(|s| (format!("odd log {s}"), common::odd_log(s))));
+    for (name, log) in logs {
+        let whole = digest_parts(&log, &[0, log.len()], 1, usize::MAX);
+        for (piece, part_size) in [(1usize, 64usize), (97, 1000), (4096, 10_000), (1 << 20, 1 << 16)] {
+            let mut s = Stream::new(usize::MAX, part_size);
+            for chunk in log.chunks(piece) {
+                s.feed(chunk);
+            }
+            assert_same(&whole, &s.finish(), &format!("{name} piece {piece} part {part_size}"));
         }
     }
 }

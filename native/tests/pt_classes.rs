@@ -18,7 +18,11 @@ type Classes = BTreeMap<String, (u64, f64)>;
 fn pt_classes(pt: &std::path::Path, log: &[u8]) -> Classes {
     let path = std::env::temp_dir().join(format!("govern-native-classes-{}", std::process::id()));
     std::fs::File::create(&path).unwrap().write_all(log).unwrap();
-    let out = Command::new(pt).args(["--no-version-check", "--output", "json", "--limit", "100%"]).arg(&path).output().unwrap();
+    let out = Command::new(pt)
+        .args(["--no-version-check", "--output", "json", "--limit", "100%"])
+        .arg(&path)
+        .output()
+        .unwrap();
     std::fs::remove_file(&path).ok();
     assert!(out.status.success(), "pt-query-digest failed: {}", String::from_utf8_lossy(&out.stderr));
     let mut classes = Classes::new();
@@ -60,11 +64,22 @@ fn classes_equal_pt_query_digest() {
         }
         let only_pt: Vec<_> = want.keys().filter(|k| !got.contains_key(*k)).take(3).collect();
         let only_us: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).take(3).collect();
-        assert_eq!(got.len(), want.len(), "{}: class count {} vs pt {}; only pt: {only_pt:?}; only native: {only_us:?}", path.display(), got.len(), want.len());
+        assert_eq!(
+            got.len(),
+            want.len(),
+            "{}: class count {} vs pt {}; only pt: {only_pt:?}; only native: {only_us:?}",
+            path.display(),
+            got.len(),
+            want.len()
+        );
         for (fp, (count, sum)) in &want {
             let Some((c, s)) = got.get(fp) else { panic!("{}: pt class missing: {fp:?}", path.display()) };
             assert_eq!(c, count, "{}: count of {fp:?}", path.display());
-            assert!((s - sum).abs() <= 1e-6 * sum.abs().max(1.0), "{}: Query_time sum of {fp:?}: {s} vs {sum}", path.display());
+            assert!(
+                (s - sum).abs() <= 1e-6 * sum.abs().max(1.0),
+                "{}: Query_time sum of {fp:?}: {s} vs {sum}",
+                path.display()
+            );
         }
         n_classes += want.len();
     }

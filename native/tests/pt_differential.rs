@@ -62,7 +62,11 @@ fn native_events(log: &[u8]) -> Vec<EventMap> {
 }
 
 fn tempfile(tag: &str) -> (PathBuf, std::fs::File) {
-    let path = std::env::temp_dir().join(format!("govern-native-{tag}-{}-{:?}", std::process::id(), std::thread::current().id()));
+    let path = std::env::temp_dir().join(format!(
+        "govern-native-{tag}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
     let f = std::fs::File::create(&path).unwrap();
     (path, f)
 }
@@ -99,15 +103,96 @@ fn every_corpus_event_matches_pt() {
 /// Statements assembled from fragments that pt's regexes handle in surprising ways.
 fn generated_statements(n: usize, seed: u64) -> Vec<Vec<u8>> {
     const FRAGS: &[&[u8]] = &[
-        b"SELECT ", b"select ", b"INSERT INTO t VALUES ", b"insert ignore into t (a,b) values", b"REPLACE INTO x VALUES",
-        b"(1,2)", b"(?, ?)", b" , ", b",", b"(", b")", b"'", b"\"", b"\\'", b"\\\"", b"\\\\", b"'it''s'", b"\"q\"",
-        b"/*", b"*/", b"/*!40101 ", b"/**/", b"-- c\n", b"--", b"#", b"# x\n", b"\n", b"\r\n", b"\t", b"\x0b", b"\x0c",
-        b"  ", b" ", b"1", b"-2", b"+3.5e-7", b"0x1F", b"0xff", b"x'AB'", b"b'01'", b".5", b"a-b", b"a - b", b"users_2009",
-        b"db1.t_2", b"NULL", b"null", b"nullx", b"TRUE", b"false", b"True1", b"-false", b" in ", b"IN", b"in(", b" IN (1, 2 ,3)",
-        b"values (", b"VALUE(", b" UNION ", b"union all ", b"SELECT a", b" ORDER BY ", b" order by ", b" ASC", b" asc",
-        b"ascending", b" LIMIT 1, 2", b" limit ? offset ?", b" limit 5 OFFSET 6", b"use db", b"USE `x`", b"CALL p(",
-        b"call  q(1)(2)", b"administrator command: ", b"/*db.tbl:1/2*/", b"SELECT /*!40001 SQL_NO_CACHE */ * FROM `t`",
-        b"\xc3\xa9", b"\xff\xfe", b"\x00", b"`a b`", b"@v", b"$1", b"t1", b"x?", b"b?", b"X?", b"?", b"??", b"=", b";",
+        b"SELECT ",
+        b"select ",
+        b"INSERT INTO t VALUES ",
+        b"insert ignore into t (a,b) values",
+        b"REPLACE INTO x VALUES",
+        b"(1,2)",
+        b"(?, ?)",
+        b" , ",
+        b",",
+        b"(",
+        b")",
+        b"'",
+        b"\"",
+        b"\\'",
+        b"\\\"",
+        b"\\\\",
+        b"'it''s'",
+        b"\"q\"",
+        b"/*",
+        b"*/",
+        b"/*!40101 ",
+        b"/**/",
+        b"-- c\n",
+        b"--",
+        b"#",
+        b"# x\n",
+        b"\n",
+        b"\r\n",
+        b"\t",
+        b"\x0b",
+        b"\x0c",
+        b"  ",
+        b" ",
+        b"1",
+        b"-2",
+        b"+3.5e-7",
+        b"0x1F",
+        b"0xff",
+        b"x'AB'",
+        b"b'01'",
+        b".5",
+        b"a-b",
+        b"a - b",
+        b"users_2009",
+        b"db1.t_2",
+        b"NULL",
+        b"null",
+        b"nullx",
+        b"TRUE",
+        b"false",
+        b"True1",
+        b"-false",
+        b" in ",
+        b"IN",
+        b"in(",
+        b" IN (1, 2 ,3)",
+        b"values (",
+        b"VALUE(",
+        b" UNION ",
+        b"union all ",
+        b"SELECT a",
+        b" ORDER BY ",
+        b" order by ",
+        b" ASC",
+        b" asc",
+        b"ascending",
+        b" LIMIT 1, 2",
+        b" limit ? offset ?",
+        b" limit 5 OFFSET 6",
+        b"use db",
+        b"USE `x`",
+        b"CALL p(",
+        b"call  q(1)(2)",
+        b"administrator command: ",
+        b"/*db.tbl:1/2*/",
+        b"SELECT /*!40001 SQL_NO_CACHE */ * FROM `t`",
+        b"\xc3\xa9",
+        b"\xff\xfe",
+        b"\x00",
+        b"`a b`",
+        b"@v",
+        b"$1",
+        b"t1",
+        b"x?",
+        b"b?",
+        b"X?",
+        b"?",
+        b"??",
+        b"=",
+        b";",
     ];
     let mut state = seed;
     let mut next = move || {
@@ -166,5 +251,11 @@ fn generated_statements_fingerprint_like_pt() {
             mismatches.push(format!("{:?}\n  pt:     {:?}\n  native: {:?}", latin1(q), latin1(w), latin1(g)));
         }
     }
-    assert!(mismatches.is_empty(), "{} of {} differ; first:\n{}", mismatches.len(), queries.len(), mismatches[..mismatches.len().min(5)].join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} differ; first:\n{}",
+        mismatches.len(),
+        queries.len(),
+        mismatches[..mismatches.len().min(5)].join("\n")
+    );
 }
