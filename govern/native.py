@@ -5,8 +5,11 @@ attributes and fingerprints) and returns finished per-class aggregates: no Pytho
 object per event. It is optional: ``pip install .`` without cargo skips it, and
 callers ask :func:`available` and fall back to the pure-Python engine.
 
-Results are plain dicts (see ``docs/digest-native.md`` for the layout): attribute
-names, fingerprints and query texts are bytes, as they are in the log.
+A digest stays in Rust memory (a few hundred bytes per class) and hands Python what it
+asks for: ``summary()`` (fingerprint, count, Query_time sum per class) or one class in
+full, ``class_at(i)``, as a dict of bytes and integers: numbers are micro-units (the
+Python engine's convention, docs/digest.md), ``metrics`` hold count, sum, min, max and the
+sketch's (key, count) buckets, ``flags`` (yes, count), ``values`` (value, count) pairs.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from govern._native import Digest
 
 _core: ModuleType | None
 try:
@@ -54,19 +60,28 @@ def query_id(fingerprint: bytes) -> str:
 
 def digest_file(
     path: str | os.PathLike[str], threads: int = 0, max_classes: int | None = None
-) -> dict[str, Any]:
+) -> Digest:
     """Digest one uncompressed log file, memory-mapped, on ``threads`` threads (0: every core).
 
-    Past ``max_classes`` distinct fingerprints (in log order), events go to ``other``.
+    Past ``max_classes`` distinct fingerprints (in log order), events go to ``other()``.
     """
-    result: dict[str, Any] = _require().digest_file(Path(path), threads, max_classes)
-    return result
+    return _require().digest_file(Path(path), threads, max_classes)
 
 
-def digest_stream(chunks: Iterable[bytes], max_classes: int | None = None) -> dict[str, Any]:
+def digest_stream(chunks: Iterable[bytes], max_classes: int | None = None) -> Digest:
     """Digest a log that arrives in pieces (stdin, a decompressed file): same result as one file."""
     stream = _require().Stream(max_classes)
     for chunk in chunks:
         stream.feed(chunk)
-    result: dict[str, Any] = stream.finish()
-    return result
+    return stream.finish()
+
+
+def as_dict(digest: Digest) -> dict[str, Any]:
+    """A whole digest as plain data (for tests and small logs: every class becomes dicts)."""
+    return {
+        "events": digest.events,
+        "no_query": digest.no_query,
+        "malformed": digest.malformed,
+        "classes": [digest.class_at(i) for i in range(len(digest))],
+        "other": digest.other(),
+    }

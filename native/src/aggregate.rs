@@ -1,158 +1,288 @@
 //! Per-class aggregates and how two of them merge.
 //!
-//! A `Digest` maps fingerprints to `ClassStats`. Every structure here merges by
-//! addition, min, max, or "later wins", so digests of consecutive parts of a log,
-//! merged in order, equal the digest of the whole log (the parallel driver relies on
-//! it, and a test checks it on every corpus file).
+//! A `Part` (digest.rs) maps fingerprints to `ClassStats`. Every structure here merges
+//! by addition, min, max, or "later wins", so digests of consecutive parts of a log,
+//! merged in order, equal the digest of the whole log (tests/parts.rs checks it).
+//! Memory per class is kept small (the bound: 200,000 classes in 300 MB): text
+//! values are interned per part, sketches and value counts are inline while short.
 
-use hashbrown::HashMap;
+use std::hash::BuildHasher;
 
-use crate::number::Num;
+use hashbrown::HashTable;
+use smallvec::SmallVec;
+
 use crate::sketch::Sketch;
 
-/// How an attribute is aggregated; chosen from each value (numbers, `Yes`/`No`, text).
+type Hasher = foldhash::fast::FixedState;
+
+/// How an attribute is aggregated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     Num,
-    Bool,
+    Flag,
+    Text,
 }
 
-/// Attribute names seen in a digest, numbered in order of first appearance; a name
-/// seen both as a number and as Yes/No gets one id per kind.
+/// Byte strings numbered in order of first appearance (attribute names, text values).
 #[derive(Clone, Debug, Default)]
-pub struct AttrTable {
-    names: Vec<(Box<[u8]>, Kind)>,
-    num: HashMap<Box<[u8]>, u16, foldhash::fast::FixedState>,
-    boolean: HashMap<Box<[u8]>, u16, foldhash::fast::FixedState>,
+pub struct Interner {
+    values: Vec<Box<[u8]>>,
+    table: HashTable<u32>,
+    hasher: Hasher,
 }
 
-impl AttrTable {
-    pub fn id(&mut self, name: &[u8], kind: Kind) -> u16 {
-        let map = match kind {
-            Kind::Num => &mut self.num,
-            Kind::Bool => &mut self.boolean,
-        };
-        if let Some(&id) = map.get(name) {
-            return id;
+impl Interner {
+    #[inline]
+    pub fn id(&mut self, v: &[u8]) -> u32 {
+        let hash = self.hasher.hash_one(v);
+        let values = &self.values;
+        if let Some(&i) = self.table.find(hash, |&i| &values[i as usize][..] == v) {
+            return i;
         }
-        let id = self.names.len() as u16;
-        self.names.push((name.into(), kind));
-        map.insert(name.into(), id);
-        id
+        let i = self.values.len() as u32;
+        self.values.push(v.into());
+        let (values, hasher) = (&self.values, &self.hasher);
+        self.table.insert_unique(hash, i, |&j| hasher.hash_one(&values[j as usize][..]));
+        i
     }
 
-    pub fn names(&self) -> &[(Box<[u8]>, Kind)] {
-        &self.names
+    pub fn get(&self, i: u32) -> &[u8] {
+        &self.values[i as usize]
     }
 
     pub fn len(&self) -> usize {
-        self.names.len()
+        self.values.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
+        self.values.is_empty()
     }
 }
 
-/// Statistics of one numeric attribute within a class. The sum is exact (nano-units)
-/// for the decimals logs hold, so it does not depend on how the log was split.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct NumStats {
-    pub count: u64,
-    pub sum_nanos: i128,
-    /// Sum of the values that do not fit in nano-units (more digits, exponents).
-    pub sum_other: f64,
-    pub min: f64,
-    pub max: f64,
-    pub sketch: Sketch,
+/// Attributes seen in a part, numbered per kind in order of first appearance (so a
+/// class's vectors of numbers, flags and value counts have no holes).
+#[derive(Clone, Debug, Default)]
+pub struct AttrTable {
+    num: Interner,
+    flag: Interner,
+    text: Interner,
+}
+
+impl AttrTable {
+    fn of(&mut self, kind: Kind) -> &mut Interner {
+        match kind {
+            Kind::Num => &mut self.num,
+            Kind::Flag => &mut self.flag,
+            Kind::Text => &mut self.text,
+        }
+    }
+
+    pub fn id(&mut self, name: &[u8], kind: Kind) -> u16 {
+        self.of(kind).id(name) as u16
+    }
+
+    /// The names of one kind, by id.
+    pub fn names(&self, kind: Kind) -> Vec<&[u8]> {
+        let t = match kind {
+            Kind::Num => &self.num,
+            Kind::Flag => &self.flag,
+            Kind::Text => &self.text,
+        };
+        (0..t.len() as u32).map(|i| t.get(i)).collect()
+    }
+
+    /// How many attributes of a kind there are.
+    pub fn count(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Num => self.num.len(),
+            Kind::Flag => self.flag.len(),
+            Kind::Text => self.text.len(),
+        }
+    }
+
+    /// Ids of `other`'s attributes in this table, per kind.
+    pub fn map_from(&mut self, other: &AttrTable) -> [Vec<u16>; 3] {
+        [Kind::Num, Kind::Flag, Kind::Text].map(|k| other.names(k).into_iter().map(|n| self.id(n, k)).collect())
+    }
+}
+
+/// One numeric attribute within a class, in micro-units: count, exact sum, min, max,
+/// sketch. Many attributes keep one value within a class (Rows_affected 0, a fixed
+/// Bytes_sent…): those cost 24 bytes; an attribute moves to the heap at its second value.
+/// The representation is canonical (`Same` exactly when all values are equal), so
+/// equal data compare equal however the log was cut.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum NumStats {
+    #[default]
+    Empty,
+    Same {
+        count: u64,
+        value: i64,
+    },
+    Varied(Box<Varied>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Varied {
+    count: u64,
+    sum: i128,
+    min: i64,
+    max: i64,
+    sketch: Sketch,
+}
+
+impl Varied {
+    fn of_same(count: u64, value: i64) -> Box<Varied> {
+        let mut sketch = Sketch::default();
+        sketch.add_n(value, count);
+        Box::new(Varied { count, sum: value as i128 * count as i128, min: value, max: value, sketch })
+    }
 }
 
 impl NumStats {
-    pub fn sum(&self) -> f64 {
-        self.sum_nanos as f64 / 1e9 + self.sum_other
-    }
-
     #[inline]
-    pub fn add(&mut self, n: Num) {
-        let x = n.value;
-        if self.count == 0 || x < self.min {
-            self.min = x;
+    pub fn add(&mut self, v: i64) {
+        match self {
+            NumStats::Empty => *self = NumStats::Same { count: 1, value: v },
+            NumStats::Same { count, value } if *value == v => *count += 1,
+            NumStats::Same { count, value } => {
+                let mut full = Varied::of_same(*count, *value);
+                full.add(v);
+                *self = NumStats::Varied(full);
+            }
+            NumStats::Varied(full) => full.add(v),
         }
-        if self.count == 0 || x > self.max {
-            self.max = x;
-        }
-        self.count += 1;
-        match n.nanos {
-            Some(v) => self.sum_nanos += v,
-            None => self.sum_other += x,
-        }
-        self.sketch.add(x);
     }
 
     pub fn merge(&mut self, o: &NumStats) {
+        match (&mut *self, o) {
+            (_, NumStats::Empty) => {}
+            (NumStats::Empty, _) => *self = o.clone(),
+            (NumStats::Same { count, value }, NumStats::Same { count: n, value: v }) if value == v => *count += n,
+            _ => {
+                let mut full = self.to_varied();
+                full.merge(&o.to_varied());
+                *self = NumStats::Varied(full);
+            }
+        }
+    }
+
+    fn to_varied(&self) -> Box<Varied> {
+        match self {
+            NumStats::Empty => Box::new(Varied { count: 0, sum: 0, min: 0, max: 0, sketch: Sketch::default() }),
+            NumStats::Same { count, value } => Varied::of_same(*count, *value),
+            NumStats::Varied(full) => full.clone(),
+        }
+    }
+
+    pub fn count(&self) -> u64 {
+        match self {
+            NumStats::Empty => 0,
+            NumStats::Same { count, .. } => *count,
+            NumStats::Varied(f) => f.count,
+        }
+    }
+
+    pub fn sum(&self) -> i128 {
+        match self {
+            NumStats::Empty => 0,
+            NumStats::Same { count, value } => *value as i128 * *count as i128,
+            NumStats::Varied(f) => f.sum,
+        }
+    }
+
+    pub fn min(&self) -> i64 {
+        match self {
+            NumStats::Empty => 0,
+            NumStats::Same { value, .. } => *value,
+            NumStats::Varied(f) => f.min,
+        }
+    }
+
+    pub fn max(&self) -> i64 {
+        match self {
+            NumStats::Empty => 0,
+            NumStats::Same { value, .. } => *value,
+            NumStats::Varied(f) => f.max,
+        }
+    }
+
+    /// The sketch's (key, count) buckets in key order.
+    pub fn buckets(&self) -> Vec<(i32, u64)> {
+        match self {
+            NumStats::Empty => Vec::new(),
+            NumStats::Same { count, value } => vec![(crate::sketch::key_of(*value), *count)],
+            NumStats::Varied(f) => f.sketch.buckets().collect(),
+        }
+    }
+}
+
+impl Varied {
+    #[inline]
+    fn add(&mut self, v: i64) {
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.count += 1;
+        self.sum += v as i128;
+        self.sketch.add(v);
+    }
+
+    fn merge(&mut self, o: &Varied) {
         if o.count == 0 {
             return;
         }
-        if self.count == 0 || o.min < self.min {
-            self.min = o.min;
+        if self.count == 0 {
+            *self = o.clone();
+            return;
         }
-        if self.count == 0 || o.max > self.max {
-            self.max = o.max;
-        }
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
         self.count += o.count;
-        self.sum_nanos += o.sum_nanos;
-        self.sum_other += o.sum_other;
+        self.sum += o.sum;
         self.sketch.merge(&o.sketch);
     }
 }
 
-/// Value counts of a text attribute (db, user, host) within a class. Exact and
-/// unbounded: real logs have few values per class, and a cap would make the counts
-/// depend on how the log was cut. Equality ignores the order of values.
+/// Value counts of one text attribute in a class: (interned value, count). Exact;
+/// equality ignores the order of values.
 #[derive(Clone, Debug, Default)]
-pub struct Distribution {
-    pub values: Vec<(Box<[u8]>, u64)>,
-}
+pub struct Counts(pub SmallVec<[(u32, u64); 1]>);
 
-impl Distribution {
+impl Counts {
     #[inline]
-    pub fn add(&mut self, v: &[u8], n: u64) {
-        if let Some(e) = self.values.iter_mut().find(|(k, _)| &k[..] == v) {
-            e.1 += n;
-        } else {
-            self.values.push((v.into(), n));
+    pub fn add(&mut self, v: u32, n: u64) {
+        match self.0.iter_mut().find(|(k, _)| *k == v) {
+            Some(e) => e.1 += n,
+            None => self.0.push((v, n)),
         }
     }
 
-    pub fn merge(&mut self, o: &Distribution) {
-        for (v, n) in &o.values {
-            self.add(v, *n);
-        }
-    }
-
-    /// Values by descending count, then by value.
-    pub fn sorted(&self) -> Vec<(&[u8], u64)> {
-        let mut v: Vec<(&[u8], u64)> = self.values.iter().map(|(k, n)| (&k[..], *n)).collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    fn sorted(&self) -> Vec<(u32, u64)> {
+        let mut v = self.0.to_vec();
+        v.sort_unstable();
         v
     }
 }
 
-impl PartialEq for Distribution {
+impl PartialEq for Counts {
     fn eq(&self, other: &Self) -> bool {
         self.sorted() == other.sorted()
     }
 }
 
-/// The event a class reports as its example: pt's worst (largest Query_time, the
-/// later one on ties).
+/// The event a class reports as its example: pt's worst (largest Query_time, the later
+/// one on ties).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Sample {
-    pub query_time: f64,
+    pub query_time: i64,
     pub query: Box<[u8]>,
     pub ts: Option<i64>,
-    pub db: Option<Box<[u8]>>,
+    /// Interned db value.
+    pub db: Option<u32>,
     pub pos_in_log: u64,
+    /// Its ts / db is inherited from an earlier part, not known yet.
+    pub ts_inherited: bool,
+    pub db_inherited: bool,
 }
 
 impl Sample {
@@ -163,24 +293,23 @@ impl Sample {
     }
 }
 
-/// Everything aggregated for one class (or for all events: the global class).
+/// Everything aggregated for one class (or for the events above the class cap).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClassStats {
     pub count: u64,
-    /// Indexed by attribute id; `count == 0` where the class never had the attribute.
+    /// By attribute id; `count == 0` where the class never had the attribute.
     pub nums: Vec<NumStats>,
-    /// `Yes` counts per boolean attribute id, and how many events had it.
-    pub bools: Vec<(u64, u64)>,
-    pub db: Distribution,
-    pub user: Distribution,
-    pub host: Distribution,
+    /// `Yes` counts and totals by attribute id.
+    pub flags: Vec<(u64, u64)>,
+    /// Value counts by attribute id (db, user, host and other text attributes).
+    pub texts: Vec<Counts>,
     /// Events whose db is not known yet (they inherit the db of an earlier part).
     pub db_unknown: u64,
     pub first_seen: Option<i64>,
     pub last_seen: Option<i64>,
     /// Events that inherit their time from an earlier part of the log.
     pub time_unknown: u64,
-    pub sample: Option<Sample>,
+    pub sample: Option<Box<Sample>>,
 }
 
 impl ClassStats {
@@ -188,19 +317,28 @@ impl ClassStats {
     pub fn num(&mut self, id: u16) -> &mut NumStats {
         let i = id as usize;
         if self.nums.len() <= i {
-            self.nums.resize_with(i + 1, NumStats::default);
+            grow_exact(&mut self.nums, i + 1, NumStats::default);
         }
         &mut self.nums[i]
     }
 
     #[inline]
-    pub fn add_bool(&mut self, id: u16, yes: bool) {
+    pub fn flag(&mut self, id: u16, yes: bool) {
         let i = id as usize;
-        if self.bools.len() <= i {
-            self.bools.resize(i + 1, (0, 0));
+        if self.flags.len() <= i {
+            grow_exact(&mut self.flags, i + 1, || (0, 0));
         }
-        self.bools[i].0 += yes as u64;
-        self.bools[i].1 += 1;
+        self.flags[i].0 += yes as u64;
+        self.flags[i].1 += 1;
+    }
+
+    #[inline]
+    pub fn text(&mut self, id: u16, value: u32, n: u64) {
+        let i = id as usize;
+        if self.texts.len() <= i {
+            grow_exact(&mut self.texts, i + 1, Counts::default);
+        }
+        self.texts[i].add(value, n);
     }
 
     #[inline]
@@ -209,27 +347,26 @@ impl ClassStats {
         self.last_seen = Some(self.last_seen.map_or(t, |l| l.max(t)));
     }
 
-    /// Merge `o`, a later part of the log; `map` turns `o`'s attribute ids into ours.
-    pub fn merge(&mut self, o: &ClassStats, map: &[u16]) {
+    /// Merge `o`, a later part of the log; `attr` (per kind) and `text` turn `o`'s
+    /// attribute ids and interned values into ours.
+    pub fn merge(&mut self, o: &ClassStats, attr: &[Vec<u16>; 3], text: &[u32]) {
         self.count += o.count;
-        for (i, s) in o.nums.iter().enumerate() {
-            if s.count > 0 {
-                self.num(map[i]).merge(s);
+        for (i, s) in o.nums.iter().enumerate().filter(|(_, s)| s.count() > 0) {
+            self.num(attr[0][i]).merge(s);
+        }
+        for (i, &(yes, n)) in o.flags.iter().enumerate().filter(|(_, f)| f.1 > 0) {
+            let j = attr[1][i] as usize;
+            if self.flags.len() <= j {
+                grow_exact(&mut self.flags, j + 1, || (0, 0));
+            }
+            self.flags[j].0 += yes;
+            self.flags[j].1 += n;
+        }
+        for (i, counts) in o.texts.iter().enumerate() {
+            for &(v, n) in &counts.0 {
+                self.text(attr[2][i], text[v as usize], n);
             }
         }
-        for (i, &(yes, n)) in o.bools.iter().enumerate() {
-            if n > 0 {
-                let j = map[i] as usize;
-                if self.bools.len() <= j {
-                    self.bools.resize(j + 1, (0, 0));
-                }
-                self.bools[j].0 += yes;
-                self.bools[j].1 += n;
-            }
-        }
-        self.db.merge(&o.db);
-        self.user.merge(&o.user);
-        self.host.merge(&o.host);
         self.db_unknown += o.db_unknown;
         if let Some(t) = o.first_seen {
             self.seen_at(t);
@@ -240,22 +377,32 @@ impl ClassStats {
         self.time_unknown += o.time_unknown;
         if let Some(s) = &o.sample {
             if self.sample.as_ref().is_none_or(|mine| s.beats(mine)) {
-                self.sample = Some(s.clone());
+                let mut s = s.clone();
+                s.db = s.db.map(|d| text[d as usize]);
+                self.sample = Some(s);
             }
         }
     }
 }
 
+/// Grow a per-class vector to `len` without the spare capacity of doubling: there are
+/// hundreds of thousands of them.
+fn grow_exact<T>(v: &mut Vec<T>, len: usize, f: impl FnMut() -> T) {
+    v.reserve_exact(len - v.len());
+    v.resize_with(len, f);
+}
+
 /// Fingerprint → class, in order of first appearance, with an optional cap: past
 /// `max_classes` distinct fingerprints, new ones are counted in the `other` class.
 pub struct Classes {
-    index: HashMap<Box<[u8]>, u32, foldhash::fast::FixedState>,
+    table: HashTable<u32>,
+    hasher: Hasher,
     pub fingerprints: Vec<Box<[u8]>>,
     pub stats: Vec<ClassStats>,
     pub max_classes: usize,
     pub other: ClassStats,
     /// Events counted in `other` because of the cap.
-    pub other_fingerprints: u64,
+    pub other_events: u64,
 }
 
 /// Where an event's class lives.
@@ -268,27 +415,31 @@ pub enum Slot {
 impl Classes {
     pub fn new(max_classes: usize) -> Self {
         Classes {
-            index: HashMap::with_hasher(foldhash::fast::FixedState::default()),
+            table: HashTable::new(),
+            hasher: Hasher::default(),
             fingerprints: Vec::new(),
             stats: Vec::new(),
             max_classes,
             other: ClassStats::default(),
-            other_fingerprints: 0,
+            other_events: 0,
         }
     }
 
     #[inline]
     pub fn slot(&mut self, fingerprint: &[u8]) -> Slot {
-        if let Some(&i) = self.index.get(fingerprint) {
+        let hash = self.hasher.hash_one(fingerprint);
+        let fps = &self.fingerprints;
+        if let Some(&i) = self.table.find(hash, |&i| &fps[i as usize][..] == fingerprint) {
             return Slot::Class(i);
         }
         if self.stats.len() >= self.max_classes {
             return Slot::Other;
         }
         let i = self.stats.len() as u32;
-        self.index.insert(fingerprint.into(), i);
         self.fingerprints.push(fingerprint.into());
         self.stats.push(ClassStats::default());
+        let (fps, hasher) = (&self.fingerprints, &self.hasher);
+        self.table.insert_unique(hash, i, |&j| hasher.hash_one(&fps[j as usize][..]));
         Slot::Class(i)
     }
 

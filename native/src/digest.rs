@@ -1,8 +1,9 @@
-//! From events to class aggregates, following pt-query-digest's pipeline: events
-//! without a query are skipped, `db` falls back to `Schema`, `db` and `ts` are
-//! inherited from earlier events, administrator commands have their row counts
-//! zeroed, rate-limit attributes are not metrics, and the rest is aggregated per
-//! fingerprint.
+//! From events to class aggregates, following govern's digest spec (docs/digest.md,
+//! issue 4), which follows pt-query-digest's pipeline: events without a statement are
+//! skipped (counted), `db` is the `use` value else `Schema` (backticks stripped), `db`
+//! and `ts` are inherited from earlier events, administrator commands have their row
+//! counts zeroed, and the rest is aggregated per fingerprint: numbers (micro-units),
+//! Yes/No flags, value counts of text attributes.
 //!
 //! A log is digested in `Part`s, consecutive byte ranges that each start where pt's
 //! reader would stand (a record boundary, nothing pending). A part cannot know the
@@ -12,51 +13,57 @@
 
 use std::collections::VecDeque;
 
-use crate::aggregate::{AttrTable, ClassStats, Classes, Kind, Sample, Slot};
+use crate::aggregate::{AttrTable, ClassStats, Classes, Interner, Kind, Sample, Slot};
 use crate::fingerprint::Fingerprinter;
-use crate::number::{parse_number, parse_query_time, Num};
+use crate::number::{classify, Typed};
 use crate::perl::truthy;
-use crate::slowlog::{Event, Known, Parser, Value};
+use crate::slowlog::{Event, Known, Parser};
 
-/// pt's default `--ignore-attributes`, plus what govern reads separately
-/// (`db`, `Schema`, `user`, `host`, `ts`) and parser bookkeeping.
-const NOT_METRICS: &[&[u8]] = &[
+/// Not workload measures (pt's --ignore-attributes and a few more, as the Python
+/// engine's `IGNORED`), plus what is read separately (`db`, `user`, `host`, `ts`,
+/// `bytes`) and parser bookkeeping.
+const IGNORED: &[&[u8]] = &[
     b"arg",
     b"cmd",
     b"insert_id",
+    b"last_insert_id",
     b"ip",
     b"port",
     b"Thread_id",
+    b"Id",
     b"timestamp",
     b"exptime",
     b"flags",
-    b"key",
+    b"key_print",
     b"res",
     b"val",
     b"server_id",
     b"offset",
     b"end_log_pos",
     b"Xid",
+    b"Schema",
+    b"Start",
+    b"End",
+    b"Time",
+    b"InnoDB_trx_id",
     b"pos_in_log",
     b"db",
-    b"Schema",
     b"user",
     b"host",
     b"ts",
-    b"fingerprint",
-    b"last_insert_id",
+    b"bytes",
 ];
 
-/// Attributes that are always numbers: any other value is counted as malformed.
-const NUMERIC: &[&[u8]] =
-    &[b"Query_time", b"Lock_time", b"Rows_sent", b"Rows_examined", b"Rows_affected", b"Bytes_sent"];
+/// Counted by value even when their values are numbers.
+const CATEGORICAL: &[&[u8]] =
+    &[b"Errno", b"Last_errno", b"Error_no", b"Killed", b"Log_slow_rate_limit", b"Log_slow_rate_type"];
 
 /// Row counts pt zeroes for administrator commands.
 const ADMIN_ZEROED: &[&[u8]] = &[b"Rows_sent", b"Rows_examined", b"Rows_read", b"Rows_affected"];
 
 /// What `db`/`ts` an event has after pt's inheritance: its own, one inherited within
 /// this part, or one inherited from an earlier part (unknown until merged).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Inherited<T> {
     Unknown,
     Known(T),
@@ -66,17 +73,20 @@ enum Inherited<T> {
 pub struct Part {
     pub classes: Classes,
     pub attrs: AttrTable,
+    /// Text values (db, user, host, …), interned.
+    pub texts: Interner,
     /// Events aggregated.
     pub events: u64,
-    /// Events pt skips because they have no query text.
+    /// Events pt skips because they have no statement.
     pub no_query: u64,
-    /// Values of always-numeric attributes that are not numbers (not aggregated), and
-    /// where the first one is.
-    pub bad_values: u64,
-    pub first_bad_value: Option<u64>,
-    /// The `db` and time in force at the end of the part, if the part set them.
-    pub last_db: Option<Box<[u8]>>,
-    pub last_ts: Option<i64>,
+    /// Events whose Query_time is not a number: counted, not aggregated; where the
+    /// first one starts.
+    pub malformed: u64,
+    pub first_malformed: Option<u64>,
+    /// The `db` (interned) and time in force at the end of the part, if the part set
+    /// them (a time can be set but unreadable: `Some(None)`).
+    pub last_db: Option<u32>,
+    pub last_ts: Option<Option<i64>>,
     /// Where the part's reader stopped, and what it had read ahead (normally nothing).
     pub end_pos: usize,
     pub end_pending: VecDeque<Vec<u8>>,
@@ -87,10 +97,11 @@ impl Part {
         Part {
             classes: Classes::new(max_classes),
             attrs: AttrTable::default(),
+            texts: Interner::default(),
             events: 0,
             no_query: 0,
-            bad_values: 0,
-            first_bad_value: None,
+            malformed: 0,
+            first_malformed: None,
             last_db: None,
             last_ts: None,
             end_pos: 0,
@@ -100,27 +111,27 @@ impl Part {
 
     /// Append `later`, the part that follows this one in the log.
     pub fn merge(&mut self, mut later: Part) {
-        let map: Vec<u16> = later.attrs.names().iter().map(|(n, k)| self.attrs.id(n, *k)).collect();
+        let attr = self.attrs.map_from(&later.attrs);
+        let text: Vec<u32> = (0..later.texts.len() as u32).map(|i| self.texts.id(later.texts.get(i))).collect();
+        let db_attr = self.attrs.id(b"db", Kind::Text);
         let fingerprints = std::mem::take(&mut later.classes.fingerprints);
         let stats = std::mem::take(&mut later.classes.stats);
-        for (fp, mut st) in fingerprints.into_iter().zip(stats) {
-            self.resolve_inherited(&mut st);
+        for (fp, st) in fingerprints.into_iter().zip(stats) {
             let slot = self.classes.slot(&fp);
             if slot == Slot::Other {
-                self.classes.other_fingerprints += st.count;
+                self.classes.other_events += st.count;
             }
-            self.classes.get(slot).merge(&st, &map);
+            self.merge_class(slot, st, &attr, &text, db_attr);
         }
-        let mut other = std::mem::take(&mut later.classes.other);
-        self.resolve_inherited(&mut other);
-        self.classes.other.merge(&other, &map);
-        self.classes.other_fingerprints += later.classes.other_fingerprints;
+        let other = std::mem::take(&mut later.classes.other);
+        self.merge_class(Slot::Other, other, &attr, &text, db_attr);
+        self.classes.other_events += later.classes.other_events;
         self.events += later.events;
         self.no_query += later.no_query;
-        self.bad_values += later.bad_values;
-        self.first_bad_value = self.first_bad_value.or(later.first_bad_value);
-        if later.last_db.is_some() {
-            self.last_db = later.last_db;
+        self.malformed += later.malformed;
+        self.first_malformed = self.first_malformed.or(later.first_malformed);
+        if let Some(db) = later.last_db {
+            self.last_db = Some(text[db as usize]);
         }
         if later.last_ts.is_some() {
             self.last_ts = later.last_ts;
@@ -129,26 +140,39 @@ impl Part {
         self.end_pending = later.end_pending;
     }
 
-    /// Give a later part's first events the db and time this part ended with.
-    fn resolve_inherited(&self, st: &mut ClassStats) {
+    /// Merge a later part's class, first giving its leading events the db and time
+    /// this part ended with.
+    fn merge_class(&mut self, slot: Slot, mut st: ClassStats, attr: &[Vec<u16>; 3], text: &[u32], db_attr: u16) {
+        let (last_db, last_ts) = (self.last_db, self.last_ts);
+        let target = self.classes.get(slot);
+        target.merge(&st, attr, text);
         if st.db_unknown > 0 {
-            if let Some(db) = &self.last_db {
-                st.db.add(db, st.db_unknown);
-                st.db_unknown = 0;
+            if let Some(db) = last_db {
+                target.text(db_attr, db, st.db_unknown);
+                target.db_unknown -= st.db_unknown;
             }
         }
         if st.time_unknown > 0 {
-            if let Some(t) = self.last_ts {
-                st.seen_at(t);
-                st.time_unknown = 0;
+            if let Some(t) = last_ts {
+                if let Some(t) = t {
+                    target.seen_at(t);
+                }
+                target.time_unknown -= st.time_unknown;
             }
         }
-        if let Some(s) = &mut st.sample {
-            if s.ts.is_none() {
-                s.ts = self.last_ts;
-            }
-            if s.db.is_none() {
-                s.db = self.last_db.clone();
+        if let (Some(mine), Some(theirs)) = (&mut target.sample, &mut st.sample) {
+            // The sample just taken from `st` may inherit; resolve it in place.
+            if mine.pos_in_log == theirs.pos_in_log {
+                if mine.ts_inherited {
+                    if let Some(t) = last_ts {
+                        mine.ts = t;
+                        mine.ts_inherited = false;
+                    }
+                }
+                if mine.db_inherited && last_db.is_some() {
+                    mine.db = last_db;
+                    mine.db_inherited = false;
+                }
             }
         }
     }
@@ -157,14 +181,12 @@ impl Part {
 /// What the digest does with one attribute name, decided once per name.
 struct KeyInfo {
     name: Box<[u8]>,
-    /// Not a metric (pt's ignored attributes and the ones read separately).
-    skip: bool,
-    query_time: bool,
+    ignored: bool,
+    categorical: bool,
     admin_zeroed: bool,
-    always_numeric: bool,
-    rate_limit: bool,
     num_id: Option<u16>,
-    bool_id: Option<u16>,
+    flag_id: Option<u16>,
+    text_id: Option<u16>,
 }
 
 /// Attribute names of recent events: logs repeat the same header lines in the same
@@ -189,13 +211,12 @@ impl KeyCache {
             None => {
                 self.infos.push(KeyInfo {
                     name: key.into(),
-                    skip: NOT_METRICS.contains(&key),
-                    query_time: key == b"Query_time",
+                    ignored: IGNORED.contains(&key),
+                    categorical: CATEGORICAL.contains(&key),
                     admin_zeroed: ADMIN_ZEROED.contains(&key),
-                    always_numeric: NUMERIC.contains(&key),
-                    rate_limit: key == b"Log_slow_rate_limit" || key == b"Log_slow_rate_type",
                     num_id: None,
-                    bool_id: None,
+                    flag_id: None,
+                    text_id: None,
                 });
                 self.by_name.insert(key.into(), self.infos.len() - 1);
                 self.infos.len() - 1
@@ -214,20 +235,33 @@ pub struct Digester {
     part: Part,
     keys: KeyCache,
     fp: Fingerprinter,
-    db: Inherited<Option<Box<[u8]>>>,
+    db: Inherited<Option<u32>>,
     ts: Inherited<Option<i64>>,
     ts_cache: (Vec<u8>, Option<i64>),
+    db_attr: u16,
+    user_attr: u16,
+    host_attr: u16,
+    query_length_attr: u16,
 }
 
 impl Digester {
     pub fn new(max_classes: usize) -> Self {
+        let mut part = Part::new(max_classes);
+        let db_attr = part.attrs.id(b"db", Kind::Text);
+        let user_attr = part.attrs.id(b"user", Kind::Text);
+        let host_attr = part.attrs.id(b"host", Kind::Text);
+        let query_length_attr = part.attrs.id(b"Query_length", Kind::Num);
         Digester {
-            part: Part::new(max_classes),
+            part,
             keys: KeyCache::default(),
             fp: Fingerprinter::new(),
             db: Inherited::Unknown,
             ts: Inherited::Unknown,
             ts_cache: (Vec::new(), None),
+            db_attr,
+            user_attr,
+            host_attr,
+            query_length_attr,
         }
     }
 
@@ -236,17 +270,26 @@ impl Digester {
             self.part.no_query += 1;
             return;
         };
+        // A Query_time that is not a number makes the event malformed.
+        let query_time = match ev.get_bytes(b"Query_time").map(classify) {
+            Some(Typed::Num(v)) => Some(v),
+            None => None,
+            Some(_) => {
+                self.part.malformed += 1;
+                self.part.first_malformed.get_or_insert(ev.pos_in_log);
+                return;
+            }
+        };
         // --attribute-aliases db|Schema, then --inherit-attributes db,ts.
         if let Some(db) = ev.known(Known::Db).or_else(|| ev.known(Known::Schema)) {
-            if !matches!(&self.db, Inherited::Known(Some(d)) if &d[..] == db) {
-                self.db = Inherited::Known(Some(db.into()));
-            }
+            let db: Vec<u8> = db.iter().copied().filter(|&b| b != b'`').collect();
+            self.db = Inherited::Known(Some(self.part.texts.id(&db)));
         }
         if let Some(ts) = ev.known(Known::Ts) {
             if self.ts_cache.0 != ts {
                 self.ts_cache = (ts.to_vec(), parse_ts(ts));
             }
-            // An unparsable ts is still inherited as pt's value; it has no time.
+            // An unreadable ts is still inherited as pt's value; it has no time.
             self.ts = Inherited::Known(self.ts_cache.1);
         }
         let fingerprint = self.fp.fingerprint(arg);
@@ -254,51 +297,47 @@ impl Digester {
         let slot = part.classes.slot(fingerprint);
         part.events += 1;
         let admin = arg.starts_with(b"administrator");
-        let rate_limited = ev.known(Known::RateLimit).is_some_and(truthy);
-        let mut query_time = None;
-        let attrs = &mut part.attrs;
+        let (attrs, texts) = (&mut part.attrs, &mut part.texts);
         let class = match slot {
             Slot::Class(i) => &mut part.classes.stats[i as usize],
             Slot::Other => &mut part.classes.other,
         };
         class.count += 1;
+        let mut num_buf = crate::slowlog::itoa_buf::Buf::default();
         for (position, (key, value)) in ev.iter().enumerate() {
             let Some(value) = value else { continue };
             let k = self.keys.lookup(position, key);
             let info = &mut self.keys.infos[k];
-            if info.skip || (rate_limited && info.rate_limit) {
+            if info.ignored {
                 continue;
             }
-            let num = match value {
-                Value::Num(n) => Some(Num { value: n as f64, nanos: Some(n as i128 * 1_000_000_000) }),
-                Value::Bytes(b) if info.query_time => parse_query_time(b),
-                Value::Bytes(b) => parse_number(b),
-            };
-            if let Some(mut n) = num {
-                if admin && info.admin_zeroed {
-                    n = Num { value: 0.0, nanos: Some(0) };
+            let raw = value.as_bytes(&mut num_buf);
+            let typed = if info.categorical { Typed::Text } else { classify(raw) };
+            match typed {
+                Typed::Num(v) => {
+                    let v = if admin && info.admin_zeroed { 0 } else { v };
+                    let id = *info.num_id.get_or_insert_with(|| attrs.id(key, Kind::Num));
+                    class.num(id).add(v);
                 }
-                if info.query_time {
-                    query_time = Some(n.value);
+                Typed::Yes | Typed::No => {
+                    let id = *info.flag_id.get_or_insert_with(|| attrs.id(key, Kind::Flag));
+                    class.flag(id, typed == Typed::Yes);
                 }
-                let id = *info.num_id.get_or_insert_with(|| attrs.id(key, Kind::Num));
-                class.num(id).add(n);
-            } else if let Value::Bytes(text @ (b"Yes" | b"No")) = value {
-                let id = *info.bool_id.get_or_insert_with(|| attrs.id(key, Kind::Bool));
-                class.add_bool(id, text == b"Yes");
-            } else if info.always_numeric {
-                part.bad_values += 1;
-                part.first_bad_value.get_or_insert(ev.pos_in_log);
+                Typed::Text => {
+                    let id = *info.text_id.get_or_insert_with(|| attrs.id(key, Kind::Text));
+                    class.text(id, texts.id(raw), 1);
+                }
             }
         }
+        class.num(self.query_length_attr).add(arg.len() as i64 * 1_000_000);
         if let Some(user) = ev.known(Known::User) {
-            class.user.add(user, 1);
+            class.text(self.user_attr, texts.id(user), 1);
         }
         if let Some(host) = ev.known(Known::Host) {
-            class.host.add(host, 1);
+            class.text(self.host_attr, texts.id(host), 1);
         }
-        match &self.db {
-            Inherited::Known(Some(db)) => class.db.add(db, 1),
+        match self.db {
+            Inherited::Known(Some(db)) => class.text(self.db_attr, db, 1),
             Inherited::Known(None) => {}
             Inherited::Unknown => class.db_unknown += 1,
         }
@@ -307,21 +346,24 @@ impl Digester {
             Inherited::Known(None) => {}
             Inherited::Unknown => class.time_unknown += 1,
         }
-        let qt = query_time.unwrap_or(0.0);
-        if class.sample.as_ref().is_none_or(|s| qt >= s.query_time) {
-            class.sample = Some(Sample {
+        let qt = query_time.unwrap_or(0);
+        let candidate = |pos| Sample { query_time: qt, pos_in_log: pos, ..Sample::default() };
+        if class.sample.as_deref().is_none_or(|s| candidate(ev.pos_in_log).beats(s)) {
+            class.sample = Some(Box::new(Sample {
                 query_time: qt,
                 query: arg.into(),
                 ts: match self.ts {
                     Inherited::Known(t) => t,
                     Inherited::Unknown => None,
                 },
-                db: match &self.db {
-                    Inherited::Known(d) => d.clone(),
+                db: match self.db {
+                    Inherited::Known(d) => d,
                     Inherited::Unknown => None,
                 },
                 pos_in_log: ev.pos_in_log,
-            });
+                ts_inherited: self.ts == Inherited::Unknown,
+                db_inherited: self.db == Inherited::Unknown,
+            }));
         }
     }
 
@@ -331,7 +373,7 @@ impl Digester {
             self.part.last_db = db;
         }
         if let Inherited::Known(ts) = self.ts {
-            self.part.last_ts = ts;
+            self.part.last_ts = Some(ts);
         }
         self.part
     }

@@ -1,103 +1,123 @@
-//! Attribute values as numbers, the way pt types them, with exact sums.
+//! Attribute values the way govern's digest types them (docs/digest.md, "Numbers"),
+//! the same as the Python engine's `classify` and `micro_units`.
 //!
-//! pt treats a value as a number when it matches `^(?:\d+|[+-]?\d+\.\d*(?:E[+-]?\d+)?)$`
-//! (so `-5`, `.5` and `1e5` are text). Log values are short decimals; each is kept as
-//! an f64 (correctly rounded, like Python's `float()`) and, when it fits, as an exact
-//! count of nano-units, so sums do not depend on the order in which parts are merged.
+//! A value is a number when it is `\d+` or `[+-]?\d+\.\d*(?:[eE][+-]?\d+)?` (pt's test),
+//! a flag when it is `Yes`/`No`, else text. Numbers are integers of micro-units,
+//! converted exactly (half up past six decimals), so sums do not depend on how the log
+//! was cut.
 
-/// A parsed value: the nearest f64, and the exact value in units of 1e-9 when the
-/// decimal has at most nine fraction digits and fits.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Num {
-    pub value: f64,
-    pub nanos: Option<i128>,
+/// What a value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Typed {
+    /// A number in micro-units.
+    Num(i64),
+    Yes,
+    No,
+    Text,
 }
 
-const POW10: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
-    1e21, 1e22,
-];
+pub fn classify(raw: &[u8]) -> Typed {
+    if !raw.is_empty() && raw.iter().all(u8::is_ascii_digit) {
+        return digits(raw).and_then(|v| v.checked_mul(1_000_000)).map_or(Typed::Text, Typed::Num);
+    }
+    if is_float(raw) {
+        if let Some(v) = micro_units(raw) {
+            return Typed::Num(v);
+        }
+    }
+    match raw {
+        b"Yes" => Typed::Yes,
+        b"No" => Typed::No,
+        _ => Typed::Text,
+    }
+}
 
-/// pt's number pattern; `None` for text.
-pub fn parse_number(s: &[u8]) -> Option<Num> {
-    let (neg, body) = match s.first()? {
-        b'+' => (false, &s[1..]),
-        b'-' => (true, &s[1..]),
-        _ => (false, s),
+fn digits(raw: &[u8]) -> Option<i64> {
+    raw.iter().try_fold(0i64, |n, &d| n.checked_mul(10)?.checked_add((d - b'0') as i64))
+}
+
+/// `[+-]?\d+\.\d*(?:[eE][+-]?\d+)?$`
+fn is_float(raw: &[u8]) -> bool {
+    let s = raw.strip_prefix(b"+").or_else(|| raw.strip_prefix(b"-")).unwrap_or(raw);
+    let int = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    if int == 0 || s.get(int) != Some(&b'.') {
+        return false;
+    }
+    let s = &s[int + 1..];
+    let frac = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    let e = &s[frac..];
+    if e.is_empty() {
+        return true;
+    }
+    if !matches!(e[0], b'e' | b'E') {
+        return false;
+    }
+    let e = e[1..].strip_prefix(b"+").or_else(|| e[1..].strip_prefix(b"-")).unwrap_or(&e[1..]);
+    !e.is_empty() && e.iter().all(u8::is_ascii_digit)
+}
+
+/// A decimal text as an integer of millionths, rounding half up past six decimals;
+/// `None` when it is not a decimal or does not fit in 64 bits.
+pub fn micro_units(raw: &[u8]) -> Option<i64> {
+    let (sign, s) = match raw.first()? {
+        b'-' => (-1i128, &raw[1..]),
+        b'+' => (1, &raw[1..]),
+        _ => (1, raw),
     };
-    let int_len = body.iter().take_while(|b| b.is_ascii_digit()).count();
-    if int_len == 0 {
+    let int = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    if int == 0 {
         return None;
     }
-    let rest = &body[int_len..];
-    if rest.is_empty() {
-        // Plain `\d+` may not carry a sign.
-        return if body.len() != s.len() { None } else { Some(decimal(false, body, &[], s)) };
+    let mut rest = &s[int..];
+    let mut frac: &[u8] = &[];
+    if rest.first() == Some(&b'.') {
+        let n = rest[1..].iter().take_while(|b| b.is_ascii_digit()).count();
+        frac = &rest[1..1 + n];
+        rest = &rest[1 + n..];
     }
-    if rest[0] != b'.' {
-        return None;
-    }
-    let frac_len = rest[1..].iter().take_while(|b| b.is_ascii_digit()).count();
-    let exp = &rest[1 + frac_len..];
-    if !exp.is_empty() {
-        let e = match exp[1..].first() {
-            Some(b'+' | b'-') => &exp[2..],
-            _ => &exp[1..],
-        };
-        if !matches!(exp[0], b'e' | b'E') || e.is_empty() || !e.iter().all(u8::is_ascii_digit) {
+    let mut exponent: i64 = 0;
+    if !rest.is_empty() {
+        if !matches!(rest[0], b'e' | b'E') {
             return None;
         }
-        let value: f64 = std::str::from_utf8(s).ok()?.parse().ok()?;
-        return Some(Num { value, nanos: None });
-    }
-    let n = decimal(neg, &body[..int_len], &rest[1..1 + frac_len], s);
-    Some(n)
-}
-
-/// pt's reading of Query_time: a number by pt's pattern, then cut to
-/// `^(\d+(?:\.\d+)?)` (so `1.5E-3` reads as 1.5, as pt has it).
-pub fn parse_query_time(s: &[u8]) -> Option<Num> {
-    let n = parse_number(s)?;
-    let int_len = s.iter().take_while(|b| b.is_ascii_digit()).count();
-    if int_len == 0 {
-        return Some(n); // a sign: pt's cut does not apply
-    }
-    let frac = match s.get(int_len) {
-        Some(b'.') => {
-            let f = s[int_len + 1..].iter().take_while(|b| b.is_ascii_digit()).count();
-            &s[int_len + 1..int_len + 1 + f]
+        let e = &rest[1..];
+        let (neg, e) = match e.first() {
+            Some(b'-') => (true, &e[1..]),
+            Some(b'+') => (false, &e[1..]),
+            _ => (false, e),
+        };
+        if e.is_empty() || !e.iter().all(u8::is_ascii_digit) || e.len() > 6 {
+            return None;
         }
-        _ => &s[int_len..int_len],
-    };
-    Some(decimal(false, &s[..int_len], frac, &s[..int_len + if frac.is_empty() { 0 } else { 1 + frac.len() }]))
-}
-
-fn decimal(neg: bool, int: &[u8], frac: &[u8], text: &[u8]) -> Num {
-    let digits = int.len() + frac.len();
-    if digits <= 18 {
-        // One pass: the digits as an integer. Both operands of the division are exact,
-        // so the quotient is the nearest double to the decimal.
-        let m = int.iter().chain(frac).fold(0u64, |m, &d| m * 10 + (d - b'0') as u64);
-        let value = if digits <= 15 { m as f64 / POW10[frac.len()] } else { parse_text(text) };
-        let nanos = (frac.len() <= 9).then(|| m as i128 * 10i128.pow(9 - frac.len() as u32));
-        return if neg { Num { value: -value, nanos: nanos.map(|n| -n) } } else { Num { value, nanos } };
-    }
-    let value = parse_text(text);
-    let nanos = (frac.len() <= 9 && int.len() <= 25).then(|| {
-        let n =
-            int.iter().chain(frac).fold(0i128, |n, &d| n * 10 + (d - b'0') as i128) * 10i128.pow(9 - frac.len() as u32);
+        exponent = e.iter().fold(0i64, |n, &d| n * 10 + (d - b'0') as i64);
         if neg {
-            -n
-        } else {
-            n
+            exponent = -exponent;
         }
-    });
-    Num { value: if neg { -value } else { value }, nanos }
-}
-
-/// The nearest double to a decimal text (digits, a dot, an optional sign).
-fn parse_text(text: &[u8]) -> f64 {
-    std::str::from_utf8(text).ok().and_then(|t| t.trim_start_matches(['+', '-']).parse().ok()).unwrap_or(f64::NAN)
+    }
+    // Leading zeros do not change the value but would overflow the digit count.
+    let all: Vec<u8> = s[..int].iter().chain(frac).copied().collect();
+    let first = all.iter().position(|&d| d != b'0').unwrap_or(all.len());
+    let digits = &all[first..];
+    let scale = 6 - frac.len() as i64 + exponent;
+    if digits.is_empty() {
+        return Some(0);
+    }
+    if digits.len() > 38 {
+        return None;
+    }
+    let value = digits.iter().fold(0i128, |n, &d| n * 10 + (d - b'0') as i128);
+    let v = if scale >= 0 {
+        if digits.len() as i64 + scale > 38 {
+            return None;
+        }
+        value * 10i128.pow(scale as u32)
+    } else if -scale > 38 {
+        0
+    } else {
+        let divisor = 10i128.pow((-scale) as u32);
+        (value + divisor / 2) / divisor
+    };
+    i64::try_from(sign * v).ok()
 }
 
 #[cfg(test)]
@@ -105,30 +125,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pt_number_pattern() {
-        for (s, v) in
-            [("123", 123.0), ("0.000316", 0.000316), ("1.", 1.0), ("+1.5", 1.5), ("-2.25", -2.25), ("1.5E-3", 0.0015)]
-        {
-            assert_eq!(parse_number(s.as_bytes()).map(|n| n.value), Some(v), "{s}");
-        }
-        for s in ["-5", ".5", "1e5", "", "No", "1.2.3", "12a"] {
-            assert_eq!(parse_number(s.as_bytes()), None, "{s}");
-        }
-        assert_eq!(parse_number(b"0.000316").unwrap().nanos, Some(316_000));
-    }
-
-    #[test]
-    fn nearest_double_like_python_float() {
-        for s in ["0.1", "0.000055", "12.345678", "3.14159265358979", "0.30000000000000004"] {
-            assert_eq!(parse_number(s.as_bytes()).unwrap().value, s.parse::<f64>().unwrap(), "{s}");
+    fn types_as_documented() {
+        assert_eq!(classify(b"0.000316"), Typed::Num(316));
+        assert_eq!(classify(b"5"), Typed::Num(5_000_000));
+        assert_eq!(classify(b"1."), Typed::Num(1_000_000));
+        assert_eq!(classify(b"-2.25"), Typed::Num(-2_250_000));
+        assert_eq!(classify(b"1.5E-3"), Typed::Num(1_500));
+        assert_eq!(classify(b"0.0000005"), Typed::Num(1)); // half up
+        assert_eq!(classify(b"0.0000004"), Typed::Num(0));
+        assert_eq!(classify(b"Yes"), Typed::Yes);
+        assert_eq!(classify(b"No"), Typed::No);
+        for text in ["-5", ".5", "1e5", "", "no", "1.2.3", "12a", "18446744073708.796870.000036"] {
+            assert_eq!(classify(text.as_bytes()), Typed::Text, "{text}");
         }
     }
 
     #[test]
-    fn query_time_keeps_the_numeric_prefix() {
-        assert_eq!(parse_query_time(b"1.5E-3").unwrap().value, 1.5);
-        assert_eq!(parse_query_time(b"0.000316").unwrap().nanos, Some(316_000));
-        // A MySQL overflow pt cannot read either.
-        assert_eq!(parse_query_time(b"18446744073708.796870.000036"), None);
+    fn numbers_too_large_for_64_bits_are_text() {
+        assert_eq!(classify(b"99999999999999999999"), Typed::Text);
+        assert_eq!(classify(b"1.0e400"), Typed::Text);
+        assert_eq!(classify(b"1.0e-400"), Typed::Num(0));
     }
 }

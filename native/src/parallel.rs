@@ -34,13 +34,25 @@ pub fn split_points(data: &[u8], part_size: usize) -> Vec<usize> {
 }
 
 /// A part size that gives every thread several parts (so a slow part does not leave
-/// a core idle) and bounds the memory of a part's own class table.
+/// a core idle) and bounds memory: the parts in flight and their class tables.
 pub fn default_part_size(len: usize, threads: usize) -> usize {
-    (len / (threads.max(1) * 8)).clamp(4 << 20, 64 << 20)
+    (len / (threads.max(1) * 8)).clamp(1 << 20, 4 << 20)
 }
 
 /// Digest `data` split at `points` on `threads` threads; equal to the serial digest.
 pub fn digest_parts(data: &[u8], points: &[usize], threads: usize, max_classes: usize) -> Part {
+    digest_parts_releasing(data, points, threads, max_classes, &|_, _| {})
+}
+
+/// `digest_parts`, calling `release(start, end)` when a part's bytes are no longer
+/// needed (a memory-mapped file drops its pages there, bounding resident memory).
+pub fn digest_parts_releasing(
+    data: &[u8],
+    points: &[usize],
+    threads: usize,
+    max_classes: usize,
+    release: &(dyn Fn(usize, usize) + Sync),
+) -> Part {
     let n = points.len().saturating_sub(1);
     if n == 0 {
         return digest_range(data, 0, VecDeque::new(), 0, max_classes);
@@ -50,7 +62,7 @@ pub fn digest_parts(data: &[u8], points: &[usize], threads: usize, max_classes: 
     let threads = threads.clamp(1, n);
     let next = AtomicUsize::new(0);
     // Workers stay at most `window` parts ahead of the merge, bounding memory.
-    let window = 2 * threads + 1;
+    let window = threads + 1;
     let merged = (Mutex::new(0usize), Condvar::new());
     let (tx, rx) = mpsc::channel::<(usize, Part)>();
     std::thread::scope(|s| {
@@ -69,6 +81,7 @@ pub fn digest_parts(data: &[u8], points: &[usize], threads: usize, max_classes: 
                     }
                 }
                 let part = digest_range(data, points[i], VecDeque::new(), points[i + 1], part_classes);
+                release(points[i], part.end_pos.max(points[i + 1]));
                 if tx.send((i, part)).is_err() {
                     break;
                 }

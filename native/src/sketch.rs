@@ -1,99 +1,96 @@
-//! A mergeable quantile sketch with bounded relative error (the DDSketch idea).
+//! The mergeable quantile sketch of govern's digest (docs/digest.md, "The sketch"),
+//! bucket for bucket the same as the Python engine's `govern/sketch.py`.
 //!
-//! Values fall into logarithmic buckets `γ^(i-1) < x ≤ γ^i` with γ = (1+α)/(1−α);
-//! reporting a bucket as `2γ^i/(γ+1)` is within α of every value in it, so any
-//! quantile is within α (1%) of the true value at that rank. Buckets are counts, so
-//! two sketches merge by adding counts: a merged digest has valid percentiles.
-//! Storage is sparse (sorted bucket, count pairs): a class seen once costs one pair.
+//! Values are integers (micro-units). Buckets are log-linear with `SUB_BITS = 7`:
+//! values 0–255 have a bucket each; above, a bucket spans `2^shift` values, so a value
+//! is reported within 1/256 (0.39%). Merging adds counts per key: exact, in any order.
+//! A class usually holds one or two distinct keys per attribute, so they live inline.
 
-/// Relative accuracy of every quantile.
-pub const ALPHA: f64 = 0.01;
+use smallvec::SmallVec;
 
-/// Values at or below this are counted in the zero bucket and reported as 0.
-pub const MIN_VALUE: f64 = 1e-9;
+pub const SUB_BITS: u32 = 7;
 
-#[derive(Clone, Debug, Default, PartialEq)]
+/// The bucket key of a value: `shift = max(0, bit_length(v) − 8)`,
+/// `key = (shift << 7) + (v >> shift)`; negative values mirror below zero.
+#[inline]
+pub fn key_of(v: i64) -> i32 {
+    if v < 0 {
+        return -1 - key_of_magnitude(v.unsigned_abs());
+    }
+    key_of_magnitude(v as u64)
+}
+
+#[inline]
+fn key_of_magnitude(v: u64) -> i32 {
+    let bit_length = 64 - v.leading_zeros();
+    let shift = bit_length.saturating_sub(SUB_BITS + 1);
+    ((shift << SUB_BITS) as u64 + (v >> shift)) as i32
+}
+
+/// The inclusive value range of a non-negative key.
+pub fn key_range(key: i32) -> (u64, u64) {
+    let key = key as u64;
+    if key < 256 {
+        return (key, key);
+    }
+    let shift = (key >> SUB_BITS) - 1;
+    let low = (key - (shift << SUB_BITS)) << shift;
+    (low, low + (1u64 << shift) - 1)
+}
+
+/// Key and count packed in one word: the key (offset to be unsigned) in the top 16 bits,
+/// so packed words sort by key; the count in the low 48 bits.
+const COUNT_BITS: u32 = 48;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+
+#[inline]
+fn pack(key: i32, count: u64) -> u64 {
+    (((key + 32768) as u64) << COUNT_BITS) | count
+}
+
+#[inline]
+fn unpack(w: u64) -> (i32, u64) {
+    ((w >> COUNT_BITS) as i32 - 32768, w & COUNT_MASK)
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sketch {
-    /// (bucket index, count), sorted by index.
-    buckets: Vec<(i32, u64)>,
-    zeros: u64,
-}
-
-fn gamma() -> f64 {
-    (1.0 + ALPHA) / (1.0 - ALPHA)
-}
-
-/// Bucket index of a positive value: `ceil(log_γ x)`.
-#[inline]
-pub fn bucket_of(x: f64) -> i32 {
-    (x.ln() / gamma().ln()).ceil() as i32
-}
-
-/// The value reported for a bucket.
-#[inline]
-pub fn bucket_value(i: i32) -> f64 {
-    let g = gamma();
-    2.0 * g.powi(i) / (g + 1.0)
+    /// Packed (key, count) words, sorted by key.
+    buckets: SmallVec<[u64; 2]>,
 }
 
 impl Sketch {
-    pub fn add(&mut self, x: f64) {
-        // Zero, tiny, negative and NaN values all count as zero.
-        if x.is_nan() || x <= MIN_VALUE {
-            self.zeros += 1;
-            return;
-        }
-        self.add_bucket(bucket_of(x), 1);
+    #[inline]
+    pub fn add(&mut self, v: i64) {
+        self.add_key(key_of(v), 1);
     }
 
-    fn add_bucket(&mut self, i: i32, n: u64) {
-        // Most values of a class land in a few buckets near the end; search from there.
-        match self.buckets.binary_search_by_key(&i, |&(b, _)| b) {
-            Ok(k) => self.buckets[k].1 += n,
-            Err(k) => self.buckets.insert(k, (i, n)),
+    pub fn add_n(&mut self, v: i64, n: u64) {
+        self.add_key(key_of(v), n);
+    }
+
+    fn add_key(&mut self, key: i32, n: u64) {
+        let probe = pack(key, 0);
+        match self.buckets.binary_search_by(|&w| (w & !COUNT_MASK).cmp(&probe)) {
+            Ok(i) => self.buckets[i] += n,
+            Err(i) => self.buckets.insert(i, pack(key, n)),
         }
     }
 
     pub fn merge(&mut self, other: &Sketch) {
-        self.zeros += other.zeros;
-        for &(i, n) in &other.buckets {
-            self.add_bucket(i, n);
+        for &w in &other.buckets {
+            let (k, n) = unpack(w);
+            self.add_key(k, n);
         }
+    }
+
+    /// (key, count) pairs in key order.
+    pub fn buckets(&self) -> impl Iterator<Item = (i32, u64)> + '_ {
+        self.buckets.iter().map(|&w| unpack(w))
     }
 
     pub fn count(&self) -> u64 {
-        self.zeros + self.buckets.iter().map(|&(_, n)| n).sum::<u64>()
-    }
-
-    /// The value at quantile `q` (0..=1): the bucket holding the value of rank
-    /// `floor(q·(n−1))` in sorted order, as the nearest-rank method counts.
-    pub fn quantile(&self, q: f64) -> Option<f64> {
-        let n = self.count();
-        if n == 0 {
-            return None;
-        }
-        let rank = (q.clamp(0.0, 1.0) * (n - 1) as f64).floor() as u64;
-        if rank < self.zeros {
-            return Some(0.0);
-        }
-        let mut seen = self.zeros;
-        for &(i, c) in &self.buckets {
-            seen += c;
-            if rank < seen {
-                return Some(bucket_value(i));
-            }
-        }
-        None
-    }
-
-    /// Sparse contents, for serialisation: zero count and (bucket, count) pairs.
-    pub fn parts(&self) -> (u64, &[(i32, u64)]) {
-        (self.zeros, &self.buckets)
-    }
-
-    /// Heap bytes held, for memory accounting.
-    pub fn heap_bytes(&self) -> usize {
-        self.buckets.capacity() * std::mem::size_of::<(i32, u64)>()
+        self.buckets().map(|(_, n)| n).sum()
     }
 }
 
@@ -102,24 +99,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantiles_within_relative_error() {
-        let mut s = Sketch::default();
-        let values: Vec<f64> = (1..=10_000).map(|i| i as f64 * 0.000_137).collect();
-        for &v in &values {
-            s.add(v);
+    fn keys_as_documented() {
+        // docs/digest.md: 316 -> key 286 (316-317); 1,000,000 -> key 1780 (999,424-1,003,519).
+        assert_eq!(key_of(316), 286);
+        assert_eq!(key_range(286), (316, 317));
+        assert_eq!(key_of(1_000_000), 1780);
+        assert_eq!(key_range(1780), (999_424, 1_003_519));
+        for v in [0, 1, 255] {
+            assert_eq!(key_of(v), v as i32);
         }
-        for q in [0.0, 0.5, 0.95, 0.99, 1.0] {
-            let exact = values[(q * (values.len() - 1) as f64).floor() as usize];
-            let got = s.quantile(q).unwrap();
-            assert!((got - exact).abs() <= ALPHA * exact + 1e-15, "q={q}: {got} vs {exact}");
+        assert_eq!(key_of(-316), -287);
+    }
+
+    #[test]
+    fn every_value_lies_in_its_bucket() {
+        for v in (0..200_000u64).chain([u32::MAX as u64, i64::MAX as u64]) {
+            let (lo, hi) = key_range(key_of(v as i64));
+            assert!(lo <= v && v <= hi, "{v}");
+            assert!((hi - lo) as f64 <= v as f64 / 128.0, "{v}: bucket too wide");
         }
     }
 
     #[test]
     fn merge_equals_adding_everything_to_one() {
         let (mut a, mut b, mut all) = (Sketch::default(), Sketch::default(), Sketch::default());
-        for i in 0..1000 {
-            let v = (i % 97) as f64 * 0.01;
+        for i in 0..1000i64 {
+            let v = (i % 97) * 10_007 - 50_000;
             if i % 3 == 0 {
                 a.add(v)
             } else {
@@ -129,5 +134,6 @@ mod tests {
         }
         a.merge(&b);
         assert_eq!(a, all);
+        assert_eq!(all.count(), 1000);
     }
 }

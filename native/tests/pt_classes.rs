@@ -53,14 +53,14 @@ fn classes_equal_pt_query_digest() {
         let want = pt_classes(&pt, &log);
         let points = split_points(&log, default_part_size(log.len(), 2).min(1 << 20));
         let part = digest_parts(&log, &points, 2, usize::MAX);
-        let qt = part.attrs.names().iter().position(|(n, k)| &n[..] == b"Query_time" && *k == Kind::Num);
+        let qt = part.attrs.names(Kind::Num).iter().position(|n| *n == b"Query_time");
         let mut got = Classes::new();
         for (fp, st) in part.classes.fingerprints.iter().zip(&part.classes.stats) {
             // pt's JSON decodes the fingerprint's bytes as Latin-1 only when they are not
             // valid UTF-8; compare the way it prints them.
             let name = String::from_utf8(fp.to_vec()).unwrap_or_else(|_| common::latin1(fp));
-            let Some(q) = qt.and_then(|i| st.nums.get(i)).filter(|q| q.count > 0) else { continue };
-            got.insert(name, (st.count, q.sum()));
+            let Some(q) = qt.and_then(|i| st.nums.get(i)).filter(|q| q.count() > 0) else { continue };
+            got.insert(name, (st.count, q.sum() as f64 / 1e6));
         }
         let only_pt: Vec<_> = want.keys().filter(|k| !got.contains_key(*k)).take(3).collect();
         let only_us: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).take(3).collect();

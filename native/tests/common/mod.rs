@@ -88,3 +88,15 @@ pub fn odd_log(seed: u64) -> Vec<u8> {
     log.extend_from_slice(pieces[2]);
     log
 }
+
+/// Inputs the fuzzer found wrong once (tests/regressions/), by name.
+pub fn regressions() -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/regressions");
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
+        .collect();
+    v.sort();
+    v
+}
