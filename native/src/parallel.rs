@@ -45,7 +45,7 @@ pub fn digest_parts(data: &[u8], points: &[usize], threads: usize, max_classes: 
 }
 
 /// `digest_parts`, calling `release(start, end)` when a part's bytes are no longer
-/// needed (a memory-mapped file drops its pages there, bounding resident memory).
+/// needed (a memory-mapped file drops its pages there: resident memory stays small).
 pub fn digest_parts_releasing(
     data: &[u8],
     points: &[usize],
