@@ -271,9 +271,11 @@ impl PartialEq for Counts {
 }
 
 /// The event a class reports as its example: pt's worst (largest Query_time, the later
-/// one on ties).
-#[derive(Clone, Debug, Default, PartialEq)]
+/// one on ties). `order` places it in the log (part start, event number in the part):
+/// `pos_in_log` cannot, as pt gives events read ahead the position after the read.
+#[derive(Clone, Debug, Default)]
 pub struct Sample {
+    pub order: (u64, u64),
     pub query_time: i64,
     pub query: Box<[u8]>,
     pub ts: Option<i64>,
@@ -288,8 +290,15 @@ pub struct Sample {
 impl Sample {
     /// pt keeps the worst event, the later one on ties (`>=` in log order).
     pub fn beats(&self, other: &Sample) -> bool {
-        self.query_time > other.query_time
-            || (self.query_time == other.query_time && self.pos_in_log >= other.pos_in_log)
+        self.query_time > other.query_time || (self.query_time == other.query_time && self.order >= other.order)
+    }
+}
+
+/// Equal events: `order` depends on how the log was cut, so it is left out.
+impl PartialEq for Sample {
+    fn eq(&self, o: &Self) -> bool {
+        (self.query_time, &self.query, self.ts, self.db, self.pos_in_log, self.ts_inherited, self.db_inherited)
+            == (o.query_time, &o.query, o.ts, o.db, o.pos_in_log, o.ts_inherited, o.db_inherited)
     }
 }
 
@@ -348,8 +357,8 @@ impl ClassStats {
     }
 
     /// Merge `o`, a later part of the log; `attr` (per kind) and `text` turn `o`'s
-    /// attribute ids and interned values into ours.
-    pub fn merge(&mut self, o: &ClassStats, attr: &[Vec<u16>; 3], text: &[u32]) {
+    /// attribute ids and interned values into ours. True when `o`'s sample became ours.
+    pub fn merge(&mut self, o: &ClassStats, attr: &[Vec<u16>; 3], text: &[u32]) -> bool {
         self.count += o.count;
         for (i, s) in o.nums.iter().enumerate().filter(|(_, s)| s.count() > 0) {
             self.num(attr[0][i]).merge(s);
@@ -380,8 +389,10 @@ impl ClassStats {
                 let mut s = s.clone();
                 s.db = s.db.map(|d| text[d as usize]);
                 self.sample = Some(s);
+                return true;
             }
         }
+        false
     }
 }
 

@@ -142,10 +142,10 @@ impl Part {
 
     /// Merge a later part's class, first giving its leading events the db and time
     /// this part ended with.
-    fn merge_class(&mut self, slot: Slot, mut st: ClassStats, attr: &[Vec<u16>; 3], text: &[u32], db_attr: u16) {
+    fn merge_class(&mut self, slot: Slot, st: ClassStats, attr: &[Vec<u16>; 3], text: &[u32], db_attr: u16) {
         let (last_db, last_ts) = (self.last_db, self.last_ts);
         let target = self.classes.get(slot);
-        target.merge(&st, attr, text);
+        let took_sample = target.merge(&st, attr, text);
         if st.db_unknown > 0 {
             if let Some(db) = last_db {
                 target.text(db_attr, db, st.db_unknown);
@@ -160,19 +160,17 @@ impl Part {
                 target.time_unknown -= st.time_unknown;
             }
         }
-        if let (Some(mine), Some(theirs)) = (&mut target.sample, &mut st.sample) {
-            // The sample just taken from `st` may inherit; resolve it in place.
-            if mine.pos_in_log == theirs.pos_in_log {
-                if mine.ts_inherited {
-                    if let Some(t) = last_ts {
-                        mine.ts = t;
-                        mine.ts_inherited = false;
-                    }
+        // The sample just taken from `st` may inherit; resolve it in place.
+        if let (true, Some(mine)) = (took_sample, &mut target.sample) {
+            if mine.ts_inherited {
+                if let Some(t) = last_ts {
+                    mine.ts = t;
+                    mine.ts_inherited = false;
                 }
-                if mine.db_inherited && last_db.is_some() {
-                    mine.db = last_db;
-                    mine.db_inherited = false;
-                }
+            }
+            if mine.db_inherited && last_db.is_some() {
+                mine.db = last_db;
+                mine.db_inherited = false;
             }
         }
     }
@@ -242,10 +240,14 @@ pub struct Digester {
     user_attr: u16,
     host_attr: u16,
     query_length_attr: u16,
+    /// Where the part starts in the input, and events seen: a sample's place in the log.
+    start: u64,
+    seen: u64,
 }
 
 impl Digester {
-    pub fn new(max_classes: usize) -> Self {
+    /// A digester for a part that starts at input offset `start`.
+    pub fn new(max_classes: usize, start: u64) -> Self {
         let mut part = Part::new(max_classes);
         let db_attr = part.attrs.id(b"db", Kind::Text);
         let user_attr = part.attrs.id(b"user", Kind::Text);
@@ -262,10 +264,13 @@ impl Digester {
             user_attr,
             host_attr,
             query_length_attr,
+            start,
+            seen: 0,
         }
     }
 
     pub fn add(&mut self, ev: &Event) {
+        self.seen += 1;
         let Some(arg) = ev.arg().filter(|a| truthy(a)) else {
             self.part.no_query += 1;
             return;
@@ -347,9 +352,11 @@ impl Digester {
             Inherited::Unknown => class.time_unknown += 1,
         }
         let qt = query_time.unwrap_or(0);
-        let candidate = |pos| Sample { query_time: qt, pos_in_log: pos, ..Sample::default() };
-        if class.sample.as_deref().is_none_or(|s| candidate(ev.pos_in_log).beats(s)) {
+        let order = (self.start, self.seen);
+        let candidate = Sample { query_time: qt, order, ..Sample::default() };
+        if class.sample.as_deref().is_none_or(|s| candidate.beats(s)) {
             class.sample = Some(Box::new(Sample {
+                order,
                 query_time: qt,
                 query: arg.into(),
                 ts: match self.ts {
@@ -397,7 +404,7 @@ pub fn digest_window(
 ) -> (Part, bool) {
     let mut parser = Parser::with_pending(data, start, pending);
     parser.set_base(base);
-    let mut d = Digester::new(max_classes);
+    let mut d = Digester::new(max_classes, base + start as u64);
     while parser.pos() < end || parser.has_pending() {
         match parser.next_event() {
             Some(ev) => d.add(&ev),
