@@ -161,6 +161,10 @@ def read_records(
             piece = next_piece(SEPARATOR)
             assert piece is not None
             offset, text = piece
+            if text[:1] not in b"# \n":  # a banner or stray text first: point at the header
+                header = text.find(b"\n#")
+                if header >= 0:
+                    offset += header + 1
         if _BANNER.search(text):
             text = _BANNER.sub(b"", text)
             chunks = text.split(SEPARATOR)

@@ -52,6 +52,8 @@ _NUMBER = re.compile(rb"(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$")
 _FLOAT = re.compile(rb"[+-]?\d+\.\d*(?:[eE][+-]?\d+)?$")
 _QUOTED = re.compile(rb"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.S)
 _TUPLE_SEPARATOR = re.compile(rb"\)\s*,\s*\(")
+#: A fingerprint of INSERT/REPLACE … VALUES (…): its statements carry rows we can count.
+_INSERT_VALUES = re.compile(rb"(?:insert|replace)\b(?:(?!\bselect\b).)*?\bvalues?\s*\(", re.S)
 
 NUM, YES, NO, TEXT = 0, 1, 2, 3
 
@@ -300,9 +302,7 @@ class Digester:
                 held = pending[id(agg)] = (agg, [])
             insert = self.insert_values.get(fp)
             if insert is None:
-                insert = self.insert_values[fp] = (
-                    fp.startswith((b"insert", b"replace")) and b"values(?+)" in fp
-                )
+                insert = self.insert_values[fp] = _INSERT_VALUES.match(fp) is not None
             held[1].append(
                 (
                     attributes,
@@ -494,13 +494,19 @@ class Digester:
         partial.last_ts = self.last_ts if self.ts_known else None
         if self.db_known and self.last_db is not None:
             partial.last_db = self._text(self.last_db.strip(b"`"))
-        counter = _Lines(data, start)
-        line_at = counter.at if lines is None else lines.__getitem__
-        for sample, offset in sorted(self.sample_offsets, key=lambda item: item[1]):
-            sample.line = line_at(offset)
+        if lines is None:
+            counter = _Lines(data, start)
+            offsets = sorted(
+                {o for _, o in self.sample_offsets}
+                | {o for o, _ in self.malformed_offsets}
+                | {r.offset for r in self.deferred}
+            )
+            lines = {offset: counter.at(offset) for offset in offsets}
+        for sample, offset in self.sample_offsets:
+            sample.line = lines[offset]
         for offset, reason in sorted(self.malformed_offsets):
-            partial.note_malformed(self.file, line_at(offset), reason)
-        deferred_lines = [counter.at(record.offset) for record in self.deferred]
+            partial.note_malformed(self.file, lines[offset], reason)
+        deferred_lines = [lines[record.offset] for record in self.deferred]
         return RangeResult(
             partial=partial,
             end=end,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import bz2
 import glob
-import gzip
 import lzma
 import mmap
 import os
@@ -22,7 +21,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 from govern.errors import UsageError
 from govern.slowlog import SEPARATOR
@@ -136,17 +135,38 @@ def split_points(data: mmap.mmap | bytes, parts: int, minimum: int) -> list[int]
     return points
 
 
-def _decompressing(item: Input, raw: IO[bytes]) -> IO[bytes]:
-    if item.compression is None and item.path is None:
-        head = raw.peek(8)[:8] if hasattr(raw, "peek") else b""
-        item.compression = next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
-    if item.compression == "gzip":
-        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
-    if item.compression == "bzip2":
-        return bz2.BZ2File(raw)
-    if item.compression == "xz":
-        return lzma.LZMAFile(raw)
-    return raw
+def _decompressor(kind: str) -> Any:
+    if kind == "gzip":
+        return zlib.decompressobj(wbits=31)
+    if kind == "bzip2":
+        return bz2.BZ2Decompressor()
+    return lzma.LZMADecompressor()
+
+
+def _decompressed(item: Input, raw: IO[bytes]) -> Iterator[tuple[bytes, int]]:
+    """Decompress member after member; a truncated archive yields all it holds, then ends."""
+    kind = item.compression
+    assert kind is not None
+    decompressor = _decompressor(kind)
+    while chunk := raw.read(1 << 20):
+        consumed = len(chunk)
+        while chunk:
+            try:
+                data = decompressor.decompress(chunk)
+            except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+                raise UsageError(f"{item.name}: corrupt {kind} data: {exc}") from None
+            yield data, consumed
+            consumed = 0
+            if decompressor.eof:
+                chunk = decompressor.unused_data
+                if chunk.strip(b"\x00"):
+                    decompressor = _decompressor(kind)
+                else:
+                    chunk = b""
+            else:
+                chunk = b""
+    if not decompressor.eof:
+        item.problems.append(f"truncated {kind} data: digested what came before")
 
 
 def stream_blocks(item: Input, block: int = BLOCK) -> Iterator[tuple[bytes, int]]:
@@ -156,31 +176,27 @@ def stream_blocks(item: Input, block: int = BLOCK) -> Iterator[tuple[bytes, int]
     came before is digested); corrupt data is an error.
     """
     raw: IO[bytes] = sys.stdin.buffer if item.path is None else open(item.path, "rb")  # noqa: SIM115
-    stream = _decompressing(item, raw)
-    consumed = 0
     try:
-        while True:
-            try:
-                data = stream.read(block)
-            except EOFError:
-                item.problems.append(
-                    f"truncated {item.compression} data: digested what came before"
-                )
-                return
-            except (OSError, lzma.LZMAError, zlib.error) as exc:
-                raise UsageError(f"{item.name}: corrupt {item.compression} data: {exc}") from None
-            if not data:
-                return
-            position = _tell(raw, consumed + len(data))
-            yield data, position - consumed
-            consumed = position
+        if item.path is None and hasattr(raw, "peek"):
+            head = raw.peek(8)[:8]
+            item.compression = next(
+                (kind for magic, kind in _MAGIC if head.startswith(magic)), None
+            )
+        if item.compression is None:
+            while data := raw.read(block):
+                yield data, len(data)
+            return
+        pending: list[bytes] = []
+        size = consumed = 0
+        for data, used in _decompressed(item, raw):
+            pending.append(data)
+            size += len(data)
+            consumed += used
+            if size >= block:
+                yield b"".join(pending), consumed
+                pending, size, consumed = [], 0, 0
+        if pending or consumed:
+            yield b"".join(pending), consumed
     finally:
         if item.path is not None:
             raw.close()
-
-
-def _tell(raw: IO[bytes], fallback: int) -> int:
-    try:
-        return raw.tell()
-    except OSError:  # a pipe
-        return fallback
