@@ -34,6 +34,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 __all__ = [
     "Event",
@@ -52,7 +53,7 @@ _BANNER = re.compile(
     rb"|Time\s+Id\s+Command).*\n",
     re.M,
 )
-_BANNER_HINTS = (b"ort:", b"mysqld,", b"Command")
+_BANNER_TCP_OR_TIME = re.compile(rb"\n(?:T[cC][pP]\s[pP]ort:|Time\s+Id\s+Command)")
 _STRIP_END = re.compile(rb";\n#?(?=\n?\Z)")
 _STATEMENT_START = re.compile(rb"\n(?!#|use |SET (?:last_insert_id|insert_id|timestamp))")
 _TS = re.compile(rb"# Time: ((?:[0-9: ]{15})|(?:[-0-9: T]{19}))")
@@ -121,9 +122,7 @@ def read_records(
     records: list[Record] = []
     pending: list[tuple[int, bytes]] = []
     find = data.find
-    banners: list[int] = []
-    if any(find(hint, pos, limit) >= 0 for hint in _BANNER_HINTS):
-        banners = [match.start() for match in _BANNER.finditer(data, pos, limit)]
+    banners = _banner_lines(data, pos, limit)
 
     def next_piece(separator: bytes) -> tuple[int, bytes] | None:
         nonlocal pos
@@ -178,6 +177,21 @@ def read_records(
         text = text[:-3] if text.endswith(SEPARATOR) else _STRIP_END.sub(b"", text, count=1)
         _append(records, offset, text, pending, next_piece)
     return records, pos
+
+
+def _banner_lines(data: bytes, pos: int, limit: int) -> list[int]:
+    """Where banner lines start in ``data[pos:limit]``, sorted.
+
+    Found from their literal parts (fast) and confirmed with pt's pattern: running
+    the pattern over every line costs more than reading the whole log.
+    """
+    starts = {m.start() + 1 for m in _BANNER_TCP_OR_TIME.finditer(data, pos, limit)}
+    at = data.find(b"mysqld,", pos, limit)
+    while at >= 0:
+        starts.add(data.rfind(b"\n", pos, at) + 1 or pos)
+        at = data.find(b"mysqld,", at + 1, limit)
+    starts.add(pos)
+    return sorted(line for line in starts if _BANNER.match(data, line, limit))
 
 
 _MAY_START_BANNER = frozenset(bytes([c]) for c in b"/ABCDEFGHIJKLMNOPQRSTUVWXYZ") | {b""}
@@ -238,21 +252,29 @@ class RawEvent:
 
 
 #: Line -> its parse, shared by all records: most header lines repeat exactly.
-_LINE_CACHE: dict[bytes, tuple[object, ...]] = {}
-_LINE_CACHE_LIMIT = 200_000
+_LINE_CACHE: dict[bytes, tuple[int, object]] = {}
+_LINE_CACHE_LIMIT = 50_000
 
-_NOTHING: tuple[object, ...] = (None, None, None, None, None, False)
+_Candidates = tuple[
+    str | None,
+    tuple[bytes, bytes, bytes, bytes | None] | None,
+    bytes | None,
+    tuple[tuple[bytes, bytes], ...] | None,
+    bytes | None,
+]
+# Kinds of header line: nothing for pt, only attributes (the usual), or anything else.
+_NOTHING, _ATTRIBUTES, _OTHER = 0, 1, 2
 
 
-def _line_info(line: bytes) -> tuple[object, ...]:
-    """(ts, user-host, admin, attributes, use-db, is-set) candidates of one header line."""
-    info = _LINE_CACHE.get(line)
-    if info is not None:
-        return info
+def _line_info(line: bytes) -> tuple[int, object]:
+    """What a header line may give pt: (kind, attribute pairs or all the candidates).
+
+    The candidates, for kind _OTHER, are (ts, user-host, admin, attributes, use-db):
+    which one pt takes depends on what earlier lines of the record gave.
+    """
     if len(_LINE_CACHE) > _LINE_CACHE_LIMIT:
         _LINE_CACHE.clear()
     ts = user_host = admin = attributes = use = None
-    is_set = False
     if line.startswith(b"#"):
         time_match = _TS.match(line)
         if time_match:
@@ -274,11 +296,13 @@ def _line_info(line: bytes) -> tuple[object, ...]:
         use_match = _USE.match(line)
         if use_match:
             use = use_match.group(1)
+    candidates = (ts, user_host, admin, attributes, use)
+    if candidates == (None, None, None, attributes, None):
+        info: tuple[int, object] = (
+            (_NOTHING, None) if attributes is None else (_ATTRIBUTES, attributes)
+        )
     else:
-        is_set = _SET.match(line) is not None
-    info = (ts, user_host, admin, attributes, use, is_set)
-    if info == _NOTHING:
-        info = _NOTHING
+        info = (_OTHER, candidates)
     _LINE_CACHE[line] = info
     return info
 
@@ -295,24 +319,31 @@ def parse_record(record: Record) -> RawEvent:
     event = RawEvent(arg=arg, admin=record.admin)
     got_ts = got_uh = got_ac = got_db = False
     attributes = event.attributes
+    cached = _LINE_CACHE.get
     for line in header.split(b"\n"):
-        ts, user_host, admin, pairs, use, _ = _line_info(line)
+        kind, found = cached(line) or _line_info(line)
+        if kind == _ATTRIBUTES:
+            attributes.update(found)  # type: ignore[call-overload]
+            continue
+        if kind == _NOTHING:
+            continue
+        ts, user_host, admin, pairs, use = cast(_Candidates, found)
         if ts is not None and not got_ts:
-            event.ts = ts  # type: ignore[assignment]
+            event.ts = ts
             got_ts = True
             if user_host is not None and not got_uh:
-                event.user, event.host, event.ip, event.thread = user_host  # type: ignore[misc]
+                event.user, event.host, event.ip, event.thread = user_host
                 got_uh = True
         elif user_host is not None and not got_uh:
-            event.user, event.host, event.ip, event.thread = user_host  # type: ignore[misc]
+            event.user, event.host, event.ip, event.thread = user_host
             got_uh = True
         elif admin is not None and not got_ac:
-            event.arg = admin  # type: ignore[assignment]
+            event.arg = admin
             event.admin = got_ac = True
         elif pairs is not None:
-            attributes.update(pairs)  # type: ignore[call-overload]
+            attributes.update(pairs)
         elif use is not None and not got_db:
-            event.db = use  # type: ignore[assignment]
+            event.db = use
             got_db = True
     if event.db is None:
         schema = attributes.get(b"Schema")

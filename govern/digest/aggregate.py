@@ -65,6 +65,27 @@ class Metric:
         key = sketch.bucket_key(value)
         self.buckets[key] = self.buckets.get(key, 0) + times
 
+    def add_many(self, values: list[tuple[int, int]]) -> None:
+        """Add ``(value, times)`` pairs (the engine's batches), with the loop kept local."""
+        if not values:
+            return
+        buckets = self.buckets
+        low = min(value for value, _ in values)
+        high = max(value for value, _ in values)
+        if self.count == 0:
+            self.low, self.high = low, high
+        else:
+            self.low = min(self.low, low)
+            self.high = max(self.high, high)
+        count = total = 0
+        for value, times in values:
+            count += times
+            total += value * times
+            key = value if 0 <= value < 256 else sketch.bucket_key(value)
+            buckets[key] = buckets.get(key, 0) + times
+        self.count += count
+        self.total += total
+
     def merge(self, other: Metric) -> None:
         if other.count == 0:
             return

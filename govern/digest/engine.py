@@ -63,7 +63,7 @@ Row = tuple[
     dict[bytes, bytes], bytes | None, bytes | None, bytes | None, int, str | None, int, int, bytes
 ]
 BATCH = 4096
-_FINGERPRINT_CACHE_LIMIT = 100_000
+_FINGERPRINT_CACHE_LIMIT = 20_000
 
 
 def micro_units(raw: bytes) -> int | None:
@@ -199,7 +199,7 @@ class Digester:
     def _number(self, raw: bytes) -> tuple[int, int]:
         found = self.value_types.get(raw)
         if found is None:
-            if len(self.value_types) > 200_000:
+            if len(self.value_types) > 50_000:
                 self.value_types.clear()
             found = self.value_types[raw] = classify(raw)
         return found
@@ -207,7 +207,7 @@ class Digester:
     def _text(self, raw: bytes) -> str:
         found = self.texts.get(raw)
         if found is None:
-            if len(self.texts) > 100_000:
+            if len(self.texts) > 20_000:
                 self.texts.clear()
             found = self.texts[raw] = raw.decode("utf-8", "backslashreplace")
         return found
@@ -338,6 +338,7 @@ class Digester:
     # -- counting ----------------------------------------------------------------------
     def _flush(self) -> None:
         server = self.options.server
+        value_types = self.value_types
         for agg, rows in self.pending.values():
             agg.count += len(rows)
             attributes, dbs, users, hosts, lengths, stamps, values_rows, _offsets, _args = zip(
@@ -347,30 +348,47 @@ class Digester:
             if known:
                 agg.see_ts(min(known))
                 agg.see_ts(max(known))
-            counted = Counter(chain.from_iterable(a.items() for a in attributes))
+            numbers: dict[bytes, list[tuple[int, int]]] = {}
             query_times: dict[bytes, int] = {}
-            for (name, raw), times in counted.items():
+            for (name, raw), times in Counter(
+                chain.from_iterable(map(dict.items, attributes))
+            ).items():
                 if name in IGNORED:
                     continue
-                label = name.decode("ascii", "replace")
-                kind, value = (TEXT, 0) if name in CATEGORICAL else self._number(raw)
+                if name in CATEGORICAL:
+                    agg.add_string(_label(name), self._text(raw), times)
+                    continue
+                kind, value = value_types.get(raw) or self._number(raw)
                 if kind == NUM:
-                    metric = agg.metrics.get(label)
-                    if metric is None:
-                        metric = agg.metrics[label] = Metric()
-                    metric.add(value, times)
-                    if not metric.decimal and b"." in raw:
-                        metric.decimal = True
+                    held = numbers.get(name)
+                    if held is None:
+                        held = numbers[name] = []
+                    held.append((value, times))
                     if name == b"Query_time":
-                        agg.histogram[histogram_index(value)] += times
                         query_times[raw] = value
+                    elif b"." in raw:
+                        numbers.setdefault(_DECIMAL_MARK + name, [])
                 elif kind == TEXT:
-                    agg.add_string(label, self._text(raw), times)
+                    agg.add_string(_label(name), self._text(raw), times)
                 else:
-                    flags = agg.booleans.setdefault(label, [0, 0])
+                    flags = agg.booleans.setdefault(_label(name), [0, 0])
                     flags[1] += times
                     if kind == YES:
                         flags[0] += times
+            for name, values in numbers.items():
+                if name.startswith(_DECIMAL_MARK):
+                    agg.metrics[_label(name[1:])].decimal = True
+                    continue
+                label = _label(name)
+                metric = agg.metrics.get(label)
+                if metric is None:
+                    metric = agg.metrics[label] = Metric()
+                metric.add_many(values)
+                if name == b"Query_time":
+                    metric.decimal = True
+                    histogram = agg.histogram
+                    for value, times in values:
+                        histogram[histogram_index(value)] += times
             for name, column in (("db", dbs), ("user", users), ("host", hosts)):
                 for raw, times in Counter(column).items():
                     if raw is not None:
@@ -380,14 +398,14 @@ class Digester:
             length = agg.metrics.get("Query_length")
             if length is None:
                 length = agg.metrics["Query_length"] = Metric()
-            for size, times in Counter(lengths).items():
-                length.add(size * 1_000_000, times)
+            length.add_many([(size * 1_000_000, times) for size, times in Counter(lengths).items()])
             if any(values_rows):
                 metric = agg.metrics.get("Values_rows")
                 if metric is None:
                     metric = agg.metrics["Values_rows"] = Metric()
-                for count, times in Counter(values_rows).items():
-                    metric.add(count * 1_000_000, times)
+                metric.add_many(
+                    [(n * 1_000_000, times) for n, times in Counter(values_rows).items()]
+                )
             if query_times:
                 self._fit(agg, attributes, values_rows, query_times)
                 self._sample(agg, rows, attributes, query_times)
@@ -422,17 +440,30 @@ class Digester:
         values_rows: Sequence[int],
         query_times: dict[bytes, int],
     ) -> None:
-        """Query_time against rows per statement (VALUES tuples, else affected + sent)."""
-        pairs = Counter(
-            (a.get(b"Query_time"), rows or (a.get(b"Rows_affected"), a.get(b"Rows_sent")))
-            for a, rows in zip(attributes, values_rows, strict=True)
-        )
-        for (query_time, rows), times in pairs.items():
+        """Query_time against rows per statement (VALUES tuples, else affected + sent).
+
+        Needs per event only the sum of Query_time per distinct row count.
+        """
+        time_by_rows: dict[int | tuple[bytes | None, bytes | None], list[int]] = {}
+        for a, rows in zip(attributes, values_rows, strict=True):
+            query_time = a.get(b"Query_time")
             if query_time is None:
                 continue
-            if not isinstance(rows, int):
-                rows = self._rows(rows[0]) + self._rows(rows[1])
-            agg.fit.add(rows, query_times[query_time], times)
+            key = rows or (a.get(b"Rows_affected"), a.get(b"Rows_sent"))
+            held = time_by_rows.get(key)
+            if held is None:
+                time_by_rows[key] = [query_times[query_time], 1]
+            else:
+                held[0] += query_times[query_time]
+                held[1] += 1
+        fit = agg.fit
+        for key, (micro, times) in time_by_rows.items():
+            rows = self._rows(key[0]) + self._rows(key[1]) if isinstance(key, tuple) else key
+            fit.n += times
+            fit.sx += rows * times
+            fit.sy += micro
+            fit.sxx += rows * rows * times
+            fit.sxy += rows * micro
 
     def _rows(self, raw: bytes | None) -> int:
         if raw is None:
@@ -514,6 +545,17 @@ class Digester:
             deferred=self.deferred,
             deferred_lines=deferred_lines,
         )
+
+
+_DECIMAL_MARK = b"\x00"  # numbers[_DECIMAL_MARK + name]: some value of name had a point
+_LABELS: dict[bytes, str] = {}
+
+
+def _label(name: bytes) -> str:
+    label = _LABELS.get(name)
+    if label is None:
+        label = _LABELS[name] = name.decode("ascii", "replace")
+    return label
 
 
 def _show(raw: bytes) -> str:
