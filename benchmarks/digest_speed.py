@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -57,6 +58,7 @@ def measure(command: list[str], output: Path) -> dict[str, Any]:
     """Run a command, stdout to ``output``; wall time and peak memory."""
     peak = largest = 0
     done = threading.Event()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with output.open("wb") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=subprocess.PIPE)
@@ -78,7 +80,9 @@ def measure(command: list[str], output: Path) -> dict[str, Any]:
         sys.exit(
             f"{command[0]} failed ({process.returncode}): {err.decode(errors='replace')[-2000:]}"
         )
-    return {"wall": wall, "peak_rss": peak, "largest_rss": largest}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall": wall, "cpu": cpu, "peak_rss": peak, "largest_rss": largest}
 
 
 def make_log(size: str) -> Path:
@@ -192,10 +196,17 @@ def main() -> None:
         [govern, "digest", "--format", "json", "--jobs", str(args.jobs), str(log)],
         outputs["govern"],
     )
-    print(f"{'tool':<16} {'wall':>9} {'MB/s':>8} {'peak RSS (all)':>15} {'largest process':>16}")
+    print(
+        f"load average before: {os.getloadavg()[0]:.2f} (other work on the machine slows both tools)"
+    )
+    print(
+        f"{'tool':<16} {'wall':>9} {'MB/s':>8} {'CPU':>8} {'MB/CPU-s':>9} "
+        f"{'peak RSS (all)':>15} {'largest process':>16}"
+    )
     for name, figures in results.items():
         print(
             f"{name:<16} {figures['wall']:>8.1f}s {size / 1e6 / figures['wall']:>8.1f} "
+            f"{figures['cpu']:>7.1f}s {size / 1e6 / figures['cpu']:>9.1f} "
             f"{mb(figures['peak_rss']):>15} {mb(figures['largest_rss']):>16}"
         )
     if "pt-query-digest" in results:
@@ -203,7 +214,9 @@ def main() -> None:
         match, detail = same_classes(
             classes_of_pt(outputs["pt"]), classes_of_govern(outputs["govern"])
         )
-        print(f"speed ratio govern/pt: {ratio:.2f}x")
+        print(f"speed ratio govern/pt: {ratio:.2f}x (wall)")
+        cpu_ratio = results["pt-query-digest"]["cpu"] / results["govern digest"]["cpu"]
+        print(f"CPU-time ratio pt/govern: {cpu_ratio:.2f}x (work per CPU second)")
         print(f"same classes: {'yes' if match else 'NO'} ({detail})")
     else:
         print(f"classes: {len(classes_of_govern(outputs['govern']))}")

@@ -122,7 +122,11 @@ def read_records(
     records: list[Record] = []
     pending: list[tuple[int, bytes]] = []
     find = data.find
-    banners = _banner_lines(data, pos, limit)
+    # Banners are looked for up to the end of the record that crosses ``stop``;
+    # a record beyond that (pt's fallback reads on) takes the general path below.
+    scanned = find(SEPARATOR, stop, limit)
+    scanned = limit if scanned < 0 else scanned + len(SEPARATOR)
+    banners = _banner_lines(data, pos, scanned)
 
     def next_piece(separator: bytes) -> tuple[int, bytes] | None:
         nonlocal pos
@@ -141,7 +145,7 @@ def read_records(
                 break
             offset = pos
             cut = find(SEPARATOR, pos, limit)
-            if cut >= 0 and data[pos : pos + 1] not in _MAY_START_BANNER:
+            if cut >= 0 and cut + 3 <= scanned and data[pos : pos + 1] not in _MAY_START_BANNER:
                 following = cut + 3
                 if not banners or bisect_left(banners, following) == bisect_left(banners, pos):
                     # The usual record: no banner, ends with a separator. Reuse the

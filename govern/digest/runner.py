@@ -48,7 +48,7 @@ from govern.digest.result import Digest, Source, parse_order_by
 from govern.progress import Progress, progress
 from govern.slowlog import SEPARATOR
 
-SEGMENT = 32 * 1024 * 1024
+SEGMENT = 16 * 1024 * 1024
 #: Below this, a plain file is digested in the parent: starting workers costs more.
 PARALLEL_MINIMUM = 8 * 1024 * 1024
 

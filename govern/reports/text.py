@@ -44,9 +44,7 @@ def render(document: dict[str, Any], stream: IO[str] | None = None, top: int | N
         ("fingerprint", "left"),
     )
     for name, justify in columns:
-        profile.add_column(
-            name, justify=justify, no_wrap=name != "fingerprint", overflow="ellipsis"
-        )
+        profile.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")
     for rank, item in enumerate(classes, 1):
         qt = item["metrics"]["Query_time"]
         examined = item["metrics"].get("Rows_examined")
