@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
 __all__ = [
@@ -95,15 +95,30 @@ def normalize_time(raw: bytes) -> str | None:
 # --- records: pt's reading of the text ----------------------------------------------
 
 
-@dataclass(slots=True)
 class Record:
-    """One record as pt reads it: header and statement text, where it starts."""
+    """One record as pt reads it: header and statement text, where it starts.
 
-    offset: int  # byte offset of the record's text in the input
-    text: bytes  # with '#' restored at the start and ';\n#' cut at the end
-    split: int = -1  # index of the newline that ends the header (-1: no statement line)
-    forced_arg: bytes | None = None  # set by the no-statement fallback
-    admin: bool = False  # the fallback read an administrator command
+    ``text`` has '#' restored at the start and ';\\n#' cut at the end; ``split`` is
+    the index of the newline that ends the header (-1: no statement line);
+    ``forced_arg`` is set by the no-statement fallback (``admin``: it read an
+    administrator command). A plain class: one is made per event.
+    """
+
+    __slots__ = ("admin", "forced_arg", "offset", "split", "text")
+
+    def __init__(
+        self,
+        offset: int,
+        text: bytes,
+        split: int = -1,
+        forced_arg: bytes | None = None,
+        admin: bool = False,
+    ) -> None:
+        self.offset = offset
+        self.text = text
+        self.split = split
+        self.forced_arg = forced_arg
+        self.admin = admin
 
 
 def read_records(
@@ -240,19 +255,25 @@ def _has_inline_admin(text: bytes) -> bool:
 # --- one record -> one event ---------------------------------------------------------
 
 
-@dataclass(slots=True)
 class RawEvent:
-    """What pt knows about an event, values still as bytes (the engine's input)."""
+    """What pt knows about an event, values still as bytes (the engine's input).
 
-    ts: str | None = None
-    user: bytes | None = None
-    host: bytes | None = None
-    ip: bytes | None = None
-    thread: bytes | None = None
-    db: bytes | None = None
-    attributes: dict[bytes, bytes] = field(default_factory=dict)
-    arg: bytes = b""
-    admin: bool = False
+    A plain class rather than a dataclass: the engine makes one per event, and a
+    dataclass's generated __init__ with defaults costs three times as much.
+    """
+
+    __slots__ = ("admin", "arg", "attributes", "db", "host", "ip", "thread", "ts", "user")
+
+    def __init__(self, arg: bytes, admin: bool) -> None:
+        self.arg = arg
+        self.admin = admin
+        self.attributes: dict[bytes, bytes] = {}
+        self.ts: str | None = None
+        self.user: bytes | None = None
+        self.host: bytes | None = None
+        self.ip: bytes | None = None
+        self.thread: bytes | None = None
+        self.db: bytes | None = None
 
 
 #: Line -> its parse, shared by all records: most header lines repeat exactly.
@@ -320,7 +341,7 @@ def parse_record(record: Record) -> RawEvent:
         header, arg = text[: record.split], text[record.split + 1 :]
     else:
         header, arg = text, b""
-    event = RawEvent(arg=arg, admin=record.admin)
+    event = RawEvent(arg, record.admin)
     got_ts = got_uh = got_ac = got_db = False
     attributes = event.attributes
     cached = _LINE_CACHE.get

@@ -70,8 +70,8 @@ class Metric:
         if not values:
             return
         buckets = self.buckets
-        low = min(value for value, _ in values)
-        high = max(value for value, _ in values)
+        low = min(values)[0]  # tuples compare by value first
+        high = max(values)[0]
         if self.count == 0:
             self.low, self.high = low, high
         else:

@@ -52,6 +52,9 @@ _NUMBER = re.compile(rb"(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$")
 _FLOAT = re.compile(rb"[+-]?\d+\.\d*(?:[eE][+-]?\d+)?$")
 _QUOTED = re.compile(rb"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.S)
 _TUPLE_SEPARATOR = re.compile(rb"\)\s*,\s*\(")
+#: Statements whose rows per statement and per-statement overhead matter (batching).
+_WRITE = re.compile(rb"(?:insert|replace|update|delete)\b")
+_READ, _OTHER_WRITE, _INSERT = 0, 1, 2
 #: A fingerprint of INSERT/REPLACE … VALUES (…): its statements carry rows we can count.
 _INSERT_VALUES = re.compile(rb"(?:insert|replace)\b(?:(?!\bselect\b).)*?\bvalues?\s*\(", re.S)
 
@@ -160,15 +163,15 @@ class Digester:
         self.fingerprints: dict[bytes, bytes] = {}
         self.value_types: dict[bytes, tuple[int, int]] = {}
         self.texts: dict[bytes, str] = {}
-        # id(class) -> (class, rows of (attributes, db, user, host, length, ts, values_rows, offset, arg))
-        self.pending: dict[int, tuple[ClassAgg, list[Row]]] = {}
-        self.insert_values: dict[bytes, bool] = {}
+        # fingerprint -> (class, rows, is INSERT … VALUES), for the current batch
+        self.pending: dict[bytes, tuple[ClassAgg, list[Row], int]] = {}
+        self.kinds: dict[bytes, int] = {}  # fingerprint -> _READ, _OTHER_WRITE or _INSERT
         self.kept_class: dict[bytes, bool] = {}
         # connection -> [fingerprint, length, class] of its current run
         self.current_run: dict[bytes, list[object]] = {}
         self.first_run: dict[bytes, tuple[bytes, int]] = {}
         self.closed_runs: list[tuple[ClassAgg, int]] = []
-        self.run_starts: dict[int, tuple[ClassAgg, set[bytes]]] = {}  # by id(class)
+        self.run_starts: dict[bytes, tuple[ClassAgg, set[bytes]]] = {}  # by fingerprint
         self.sample_offsets: list[tuple[Sample, int]] = []
         self.malformed_offsets: list[tuple[int, str]] = []
         self.server_salt = zlib.crc32(options.server.encode()) << 32 if options.server else 0
@@ -215,21 +218,22 @@ class Digester:
     def _aggregate(
         self, records: Sequence[Record], events: list[RawEvent], fps: list[bytes | None]
     ) -> None:
+        """Per event: inherit ts and db, filter, find the class, queue a row, follow runs."""
         options = self.options
         partial = self.partial
-        classes = partial.classes
         pending = self.pending
         value_types = self.value_types
         current_run = self.current_run
+        first_run = self.first_run
+        closed_runs = self.closed_runs
         run_starts = self.run_starts
-        since, until = options.since, options.until
-        filters = options.filters
-        keep_event = filters.keep_event if filters is not None and filters.on_events else None
-        keep_class = filters.keep_class if filters is not None and filters.on_classes else None
+        filtering = (
+            options.since is not None or options.until is not None or options.filters is not None
+        )
         last_ts, last_db = self.last_ts, self.last_db
+        ts_known, db_known, deferring = self.ts_known, self.db_known, self.deferring
         events_seen = 0
         for record, event, fp in zip(records, events, fps, strict=True):
-            arg = event.arg
             if fp is None:
                 partial.no_statement += 1
                 if record.forced_arg == b"":
@@ -250,59 +254,31 @@ class Digester:
                 ts = last_ts
             else:
                 last_ts = ts
-                self.ts_known = True
+                ts_known = True
             db = event.db
             if db is None:
                 db = last_db
             else:
                 last_db = db
-                self.db_known = True
-            if self.deferring:
-                if (options.needs_ts and not self.ts_known) or (
-                    options.needs_db and not self.db_known
-                ):
+                db_known = True
+            if deferring:
+                if (options.needs_ts and not ts_known) or (options.needs_db and not db_known):
                     self.deferred.append(record)
                     continue
-                self.deferring = False
-            if since is not None and (ts is None or ts < since):
+                deferring = False
+            if filtering and not self._keep(event, fp, ts, db):
                 partial.filtered += 1
                 continue
-            if until is not None and (ts is None or ts >= until):
-                partial.filtered += 1
-                continue
-            if keep_event is not None and not keep_event(
-                None if db is None else self._text(db.strip(b"`")),
-                None if event.user is None else self._text(event.user),
-                None if event.host is None else self._text(event.host),
-            ):
-                partial.filtered += 1
-                continue
-            if keep_class is not None:
-                kept = self.kept_class.get(fp)
-                if kept is None:
-                    kept = self.kept_class[fp] = keep_class(fp)
-                if not kept:
-                    partial.filtered += 1
-                    continue
-            agg = classes.get(fp)
-            if agg is None:
-                if len(classes) < options.max_classes:
-                    agg = classes[fp] = ClassAgg(fp)
-                else:
-                    if partial.other is None:
-                        partial.other = ClassAgg(b"")
-                    agg = partial.other
-            events_seen += 1
-            if ts is None and not self.ts_known:
-                agg.unknown_ts = True
-            if db is None and not self.db_known:
-                agg.unknown_db += 1
-            held = pending.get(id(agg))
+            held = pending.get(fp)
             if held is None:
-                held = pending[id(agg)] = (agg, [])
-            insert = self.insert_values.get(fp)
-            if insert is None:
-                insert = self.insert_values[fp] = _INSERT_VALUES.match(fp) is not None
+                held = pending[fp] = self._pending_for(fp)
+            agg = held[0]
+            events_seen += 1
+            if not ts_known and ts is None:
+                agg.unknown_ts = True
+            if not db_known and db is None:
+                agg.unknown_db += 1
+            arg = event.arg
             held[1].append(
                 (
                     attributes,
@@ -311,7 +287,7 @@ class Digester:
                     event.host,
                     len(arg),
                     ts,
-                    _count_tuples(arg) if insert else 0,
+                    _count_tuples(arg) if held[2] == _INSERT else 0,
                     record.offset,
                     arg,
                 )
@@ -319,27 +295,70 @@ class Digester:
             thread = event.thread or attributes.get(b"Thread_id")
             if thread is not None:
                 run = current_run.get(thread)
-                if run is not None and run[0] == fp:
-                    run[1] += 1  # type: ignore[operator]
-                    continue
                 if run is not None:
-                    if thread in self.first_run:
-                        self.closed_runs.append((run[2], run[1]))  # type: ignore[arg-type]
+                    if run[0] == fp:
+                        run[1] += 1  # type: ignore[operator]
+                        continue
+                    if thread in first_run:
+                        closed_runs.append((run[2], run[1]))  # type: ignore[arg-type]
                     else:
-                        self.first_run[thread] = (run[0], run[1])  # type: ignore[assignment]
+                        first_run[thread] = (run[0], run[1])  # type: ignore[assignment]
                 current_run[thread] = [fp, 1, agg]
-                starts = run_starts.get(id(agg))
+                starts = run_starts.get(fp)
                 if starts is None:
-                    starts = run_starts[id(agg)] = (agg, set())
+                    starts = run_starts[fp] = (agg, set())
                 starts[1].add(thread)
         self.last_ts, self.last_db = last_ts, last_db
+        self.ts_known, self.db_known, self.deferring = ts_known, db_known, deferring
         partial.events += events_seen
+
+    def _pending_for(self, fp: bytes) -> tuple[ClassAgg, list[Row], int]:
+        """A class's queue for this batch: its aggregate (or other, past the cap), its rows,
+        and whether it writes (its rows per statement and overhead are measured)."""
+        partial = self.partial
+        agg = partial.classes.get(fp)
+        if agg is None:
+            if len(partial.classes) < self.options.max_classes:
+                agg = partial.classes[fp] = ClassAgg(fp)
+            else:
+                if partial.other is None:
+                    partial.other = ClassAgg(b"")
+                agg = partial.other
+        kind = self.kinds.get(fp)
+        if kind is None:
+            kind = self.kinds[fp] = (
+                _INSERT if _INSERT_VALUES.match(fp) else _OTHER_WRITE if _WRITE.match(fp) else _READ
+            )
+        return agg, [], kind
+
+    def _keep(self, event: RawEvent, fp: bytes, ts: str | None, db: bytes | None) -> bool:
+        """--since, --until and --filter."""
+        options = self.options
+        if options.since is not None and (ts is None or ts < options.since):
+            return False
+        if options.until is not None and (ts is None or ts >= options.until):
+            return False
+        filters = options.filters
+        if filters is None:
+            return True
+        if filters.on_events and not filters.keep_event(
+            None if db is None else self._text(db.strip(b"`")),
+            None if event.user is None else self._text(event.user),
+            None if event.host is None else self._text(event.host),
+        ):
+            return False
+        if filters.on_classes:
+            kept = self.kept_class.get(fp)
+            if kept is None:
+                kept = self.kept_class[fp] = filters.keep_class(fp)
+            return kept
+        return True
 
     # -- counting ----------------------------------------------------------------------
     def _flush(self) -> None:
         server = self.options.server
         value_types = self.value_types
-        for agg, rows in self.pending.values():
+        for agg, rows, statement_kind in self.pending.values():
             agg.count += len(rows)
             attributes, dbs, users, hosts, lengths, stamps, values_rows, _offsets, _args = zip(
                 *rows, strict=True
@@ -407,7 +426,8 @@ class Digester:
                     [(n * 1_000_000, times) for n, times in Counter(values_rows).items()]
                 )
             if query_times:
-                self._fit(agg, attributes, values_rows, query_times)
+                if statement_kind != _READ:
+                    self._fit(agg, attributes, values_rows, query_times)
                 self._sample(agg, rows, attributes, query_times)
             if server is not None:
                 agg.servers[server] = agg.servers.get(server, 0) + len(rows)
@@ -440,16 +460,16 @@ class Digester:
         values_rows: Sequence[int],
         query_times: dict[bytes, int],
     ) -> None:
-        """Query_time against rows per statement (VALUES tuples, else affected + sent).
+        """Query_time against rows per statement, for writes: VALUES tuples, else rows affected.
 
         Needs per event only the sum of Query_time per distinct row count.
         """
-        time_by_rows: dict[int | tuple[bytes | None, bytes | None], list[int]] = {}
+        time_by_rows: dict[int | bytes | None, list[int]] = {}
         for a, rows in zip(attributes, values_rows, strict=True):
             query_time = a.get(b"Query_time")
             if query_time is None:
                 continue
-            key = rows or (a.get(b"Rows_affected"), a.get(b"Rows_sent"))
+            key: int | bytes | None = rows or a.get(b"Rows_affected")
             held = time_by_rows.get(key)
             if held is None:
                 time_by_rows[key] = [query_times[query_time], 1]
@@ -458,7 +478,7 @@ class Digester:
                 held[1] += 1
         fit = agg.fit
         for key, (micro, times) in time_by_rows.items():
-            rows = self._rows(key[0]) + self._rows(key[1]) if isinstance(key, tuple) else key
+            rows = key if isinstance(key, int) else self._rows(key)
             fit.n += times
             fit.sx += rows * times
             fit.sy += micro

@@ -160,24 +160,29 @@ def metric_figures(metric: Metric) -> dict[str, Any]:
 
 
 def rows_per_statement(agg: ClassAgg) -> dict[str, Any] | None:
-    """Rows a statement carries: VALUES tuples for INSERT/REPLACE … VALUES, else rows affected + sent."""
-    values = agg.metrics.get("Values_rows")
-    if values is not None and values.count:
-        source, metric = "values", values
-    else:
-        fit = agg.fit
-        if fit.n == 0:
-            return None
+    """Rows a statement carries or touches: VALUES tuples for INSERT/REPLACE … VALUES,
+    rows affected for other writes, rows sent for reads (whichever the log has)."""
+    for name, source in (
+        ("Values_rows", "values"),
+        ("Rows_affected", "rows_affected"),
+        ("Rows_sent", "rows_sent"),
+    ):
+        metric = agg.metrics.get(name)
+        if metric is None or not metric.count:
+            continue
+        if name == "Rows_affected" and not _writes(agg.fingerprint):
+            continue
         return {
-            "source": "rows_affected+rows_sent",
-            "avg": round(fit.sx / fit.n, 3),
+            "source": source,
+            "avg": round(metric.total / metric.count / 1_000_000, 3),
+            "median": number(metric.quantile(0.5), False),
+            "max": number(metric.high, False),
         }
-    return {
-        "source": source,
-        "avg": round(metric.total / metric.count / 1_000_000, 3),
-        "median": number(metric.quantile(0.5), False),
-        "max": number(metric.high, False),
-    }
+    return None
+
+
+def _writes(fingerprint: bytes) -> bool:
+    return fingerprint.startswith((b"insert", b"replace", b"update", b"delete"))
 
 
 def sequence_figures(agg: ClassAgg) -> dict[str, Any]:
