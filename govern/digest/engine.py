@@ -164,7 +164,8 @@ class Digester:
         self.value_types: dict[bytes, tuple[int, int]] = {}
         self.texts: dict[bytes, str] = {}
         # fingerprint -> (class, rows, is INSERT … VALUES), for the current batch
-        self.pending: dict[bytes, tuple[ClassAgg, list[Row], int]] = {}
+        # (None: the other class, shared by every fingerprint past --max-classes)
+        self.pending: dict[bytes | None, tuple[ClassAgg, list[Row], int]] = {}
         self.kinds: dict[bytes, int] = {}  # fingerprint -> _READ, _OTHER_WRITE or _INSERT
         self.kept_class: dict[bytes, bool] = {}
         # connection -> [fingerprint, length, class] of its current run
@@ -320,10 +321,13 @@ class Digester:
         if agg is None:
             if len(partial.classes) < self.options.max_classes:
                 agg = partial.classes[fp] = ClassAgg(fp)
-            else:
+            else:  # past the cap: all such statements share the other class's queue
                 if partial.other is None:
                     partial.other = ClassAgg(b"")
-                agg = partial.other
+                shared = self.pending.get(None)
+                if shared is None:
+                    shared = self.pending[None] = (partial.other, [], _READ)
+                return shared
         kind = self.kinds.get(fp)
         if kind is None:
             kind = self.kinds[fp] = (
@@ -358,7 +362,8 @@ class Digester:
     def _flush(self) -> None:
         server = self.options.server
         value_types = self.value_types
-        for agg, rows, statement_kind in self.pending.values():
+        unique = {id(entry): entry for entry in self.pending.values()}
+        for agg, rows, statement_kind in unique.values():
             agg.count += len(rows)
             attributes, dbs, users, hosts, lengths, stamps, values_rows, _offsets, _args = zip(
                 *rows, strict=True
