@@ -114,6 +114,12 @@ class ServerInfo:
         return f"{name} {'.'.join(map(str, self.version))}"
 
     @property
+    def identity(self) -> str:
+        """``hostname:port`` as the server reports them: one name for a server, whether
+        reached through its socket, 127.0.0.1 or a remote address."""
+        return f"{self.variables.get('hostname', '?')}:{self.variables.get('port', '?')}"
+
+    @property
     def target(self) -> str:
         """The lint target name for this server, e.g. ``mariadb-10.11`` or ``mysql-8.0``."""
         family = "mariadb" if self.is_mariadb else "mysql"

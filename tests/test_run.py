@@ -1,0 +1,410 @@
+"""``govern run`` against the real server: exits, signals, kills, overlaps, restarts.
+
+Every test ends by asserting the server's setting, and (autouse fixture) that
+nothing govern did reached the binary log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import MariaDB
+from run_support import (
+    binlog_events_since,
+    binlog_position,
+    finish,
+    govern,
+    job,
+    kill_group,
+    kill_wrapper,
+    process_gone,
+    run_args,
+    set_global,
+    start,
+    value,
+    wait_for,
+    wait_started,
+)
+
+pytestmark = pytest.mark.server
+
+SLOW = "log_slow_query"
+
+
+@pytest.fixture
+def root(server: MariaDB, connect: Any) -> Iterator[Any]:
+    """A root connection with the slow log ON and long_query_time 1; binlog watched."""
+    conn = connect()
+    set_global(conn, SLOW, "ON")
+    set_global(conn, "long_query_time", "1")
+    before = binlog_position(conn)
+    yield conn
+    check = connect()  # the test may have restarted the server
+    assert binlog_events_since(check, before) == [], "govern wrote to the binary log"
+
+
+def history(state: Path) -> list[dict[str, Any]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "govern", "history", "--state", str(state), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    document = json.loads(result.stdout)
+    assert document["schema"] == "govern.run.history"
+    runs: list[dict[str, Any]] = document["runs"]
+    return runs
+
+
+def test_normal_exit_restores(server: MariaDB, root: Any, state_path: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "job"
+    proc = start(run_args(server, state_path, "--mode", "global", job=job(folder)))
+    wait_started(folder, proc)
+    assert value(root, SLOW) == "0"
+    finish(folder, 0)
+    _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert value(root, SLOW) == "1"
+    assert "log_slow_query ON → OFF" in err and "restored to ON" in err
+    run = history(state_path)[0]
+    assert run["state"] == "finished" and run["outcome"] == "restored"
+    assert run["exit_code"] == 0 and run["mode"] == "global"
+    assert run["window"]["start"] < run["window"]["end"]
+    assert process_gone(run["watchdog_pid"]) or wait_for(
+        lambda: process_gone(run["watchdog_pid"]), 5, "the watchdog to exit"
+    )
+
+
+def test_nonzero_exit_is_passed_on(server: MariaDB, root: Any, state_path: Path) -> None:
+    result = subprocess.run(
+        run_args(server, state_path, "--mode", "threshold", job=["sh", "-c", "exit 7"]),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 7, result.stderr
+    assert value(root, "long_query_time") == "1.0"
+    assert history(state_path)[0]["exit_code"] == 7
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_reaches_the_job_then_restores(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    folder = tmp_path / "job"
+    proc = start(run_args(server, state_path, "--mode", "global", job=job(folder)))
+    wait_started(folder, proc)
+    assert value(root, SLOW) == "0"
+    os.kill(proc.pid, sig)
+    proc.communicate(timeout=20)
+    assert (folder / "signal").read_text() == str(int(sig))
+    assert proc.returncode == 128 + sig
+    assert value(root, SLOW) == "1"
+
+
+def test_job_ignoring_term_is_killed_after_grace(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "job"
+    started = time.monotonic()
+    proc = start(
+        run_args(
+            server,
+            state_path,
+            "--mode",
+            "global",
+            "--max-runtime",
+            "1",
+            "--grace",
+            "1",
+            job=job(folder, "ignore-term"),
+        )
+    )
+    proc.communicate(timeout=30)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 128 + signal.SIGKILL
+    assert 2 <= elapsed < 8, elapsed
+    assert value(root, SLOW) == "1"
+
+
+def test_wrapper_sigkill_watchdog_restores_at_once(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "job"
+    proc = start(run_args(server, state_path, "--mode", "global", "--lease", "3", job=job(folder)))
+    job_pid = wait_started(folder, proc)
+    try:
+        assert value(root, SLOW) == "0"
+        kill_wrapper(proc)
+        took = wait_for(lambda: value(root, SLOW) == "1", 3, "the watchdog to restore")
+        assert took < 3  # within the lease
+        run = history(state_path)[0]
+        assert run["state"] == "recovered" and run["outcome"] == "restored"
+        assert any("watchdog: the wrapper died" in w for w in run["warnings"])
+        wait_for(lambda: process_gone(run["watchdog_pid"]), 5, "the watchdog to exit")
+    finally:
+        kill_group(job_pid)
+
+
+def test_server_side_event_restores_when_wrapper_and_watchdog_die(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    set_global(root, "event_scheduler", "ON")
+    folder = tmp_path / "job"
+    proc = start(run_args(server, state_path, "--mode", "global", "--lease", "2", job=job(folder)))
+    job_pid = wait_started(folder, proc)
+    try:
+        run = history(state_path)[0]
+        assert run["event"] and "govern_deadman_" in run["event"]
+        os.kill(run["watchdog_pid"], signal.SIGKILL)
+        kill_wrapper(proc)
+        took = wait_for(lambda: value(root, SLOW) == "1", 15, "the event to restore")
+        assert took < 2 + 3 + 3  # lease + slack + the scheduler's own delay
+        with root.cursor() as cur:
+            cur.execute(
+                "SELECT STATUS FROM information_schema.EVENTS WHERE EVENT_NAME LIKE 'govern%'"
+            )
+            assert [row[0] for row in cur.fetchall()] == ["DISABLED"]  # kept: no binlogged DROP
+        result = subprocess.run(
+            govern(server, state_path, "recover", "--json"), capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stderr
+        document = json.loads(result.stdout)
+        assert document["repaired"][0]["outcome"] == "unchanged"  # the event had restored it
+        with root.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM information_schema.EVENTS")
+            assert cur.fetchone()[0] == 0
+    finally:
+        kill_group(job_pid)
+
+
+def test_silent_wrapper_loses_its_claim_and_the_event_restores(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    """A host that falls silent (SIGSTOP): wait_timeout ends its claim, the event restores."""
+    set_global(root, "event_scheduler", "ON")
+    folder = tmp_path / "job"
+    proc = start(run_args(server, state_path, "--mode", "global", "--lease", "2", job=job(folder)))
+    job_pid = wait_started(folder, proc)
+    run = history(state_path)[0]
+    try:
+        os.kill(run["watchdog_pid"], signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGSTOP)
+        took = wait_for(lambda: value(root, SLOW) == "1", 15, "the event to restore")
+        assert took < 2 + 3 + 3  # lease (wait_timeout) + slack + the scheduler's delay
+        os.kill(proc.pid, signal.SIGCONT)
+        finish(folder, 0)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        assert "someone else decided, govern leaves it" in err
+        assert value(root, SLOW) == "1"
+    finally:
+        kill_group(job_pid)
+        kill_wrapper(proc)
+
+
+def test_killed_connection_reconnects_and_restores(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "job"
+    proc = start(run_args(server, state_path, "--mode", "global", "--lease", "3", job=job(folder)))
+    wait_started(folder, proc)
+    holder = _holder(root)
+    assert holder is not None
+    with root.cursor() as cur:
+        cur.execute(f"KILL CONNECTION {holder}")
+    wait_for(lambda: _holder(root) not in (None, holder), 10, "the wrapper to claim again")
+    assert value(root, SLOW) == "0"
+    finish(folder, 0)
+    _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "reconnected" in err
+    assert value(root, SLOW) == "1"
+
+
+def _holder(conn: Any) -> int | None:
+    with conn.cursor() as cur:
+        cur.execute("SELECT IS_USED_LOCK('govern:slow:0')")
+        found = cur.fetchone()[0]
+    return None if found is None else int(found)
+
+
+@pytest.mark.parametrize("first_out", ["A", "B"])
+@pytest.mark.parametrize("plugin", [False, True])
+def test_overlapping_runs_last_one_restores(
+    server: MariaDB, root: Any, tmp_path: Path, first_out: str, plugin: bool
+) -> None:
+    """A and B overlap, each with its own state file, as from two hosts: B never saw ON."""
+    if plugin:
+        with root.cursor() as cur:
+            cur.execute("SET SESSION sql_log_bin = 0")
+            cur.execute("INSTALL SONAME 'metadata_lock_info'")
+    try:
+        runs = {}
+        for name in ("A", "B"):
+            folder = tmp_path / name
+            proc = start(
+                run_args(
+                    server,
+                    tmp_path / f"{name}.db",
+                    "--mode",
+                    "global",
+                    "--name",
+                    name,
+                    job=job(folder),
+                )
+            )
+            wait_started(folder, proc)
+            runs[name] = (folder, proc)
+            assert value(root, SLOW) == "0"
+        status = subprocess.run(
+            govern(server, tmp_path / "A.db", "status", "--json"), capture_output=True, text=True
+        )
+        document = json.loads(status.stdout)
+        assert len(document["holders"]) == 2
+        assert {h["original_value"] for h in document["holders"]} == {1}
+        if plugin:
+            assert {h["name"] for h in document["holders"]} == {"A", "B"}
+        order = [first_out, "B" if first_out == "A" else "A"]
+        folder, proc = runs[order[0]]
+        finish(folder)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0 and "other govern run" in err
+        assert value(root, SLOW) == "0"  # the other run still holds it
+        folder, proc = runs[order[1]]
+        finish(folder)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0 and "restored to ON" in err
+        assert value(root, SLOW) == "1"
+    finally:
+        if plugin:
+            with root.cursor() as cur:
+                cur.execute("SET SESSION sql_log_bin = 0")
+                cur.execute("UNINSTALL SONAME 'metadata_lock_info'")
+
+
+def test_dba_change_mid_run_is_not_clobbered(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "job"
+    proc = start(run_args(server, state_path, "--mode", "threshold", job=job(folder)))
+    wait_started(folder, proc)
+    assert value(root, "long_query_time") == "10.0"
+    set_global(root, "long_query_time", "5")  # the DBA decides
+    finish(folder, 3)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 3
+    assert "govern: warning: long_query_time was changed to 5s" in err
+    assert value(root, "long_query_time") == "5.0"
+    assert history(state_path)[0]["outcome"] == "changed"
+
+
+def test_server_restart_mid_run(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    """The server comes back with the original value from its my.cnf; govern sets it again."""
+    folder = tmp_path / "job"
+    proc = start(run_args(server, state_path, "--mode", "global", "--lease", "3", job=job(folder)))
+    wait_started(folder, proc)
+    server.options = {"slow_query_log": "ON"}
+    try:
+        server.restart()
+        conn = server.connect()
+        wait_for(lambda: value(conn, SLOW) == "0", 20, "govern to set it again")
+        finish(folder, 0)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert value(conn, SLOW) == "1"
+        assert "restored to ON" in err
+        run = history(state_path)[0]
+        assert run["outcome"] == "restored"
+        conn.close()  # type: ignore[attr-defined]
+    finally:
+        server.options = {}
+
+
+def test_account_without_privilege_is_refused(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    result = subprocess.run(
+        run_args(
+            server, state_path, "--mode", "global", job=["touch", str(marker)], user="govern_app"
+        ),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 3
+    assert not marker.exists()
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("govern: error: ")
+    assert "GRANT SUPER ON *.* TO 'govern_app'@'127.0.0.1'" in lines[0]
+    result = subprocess.run(
+        run_args(
+            server,
+            state_path,
+            "--on-error=run",
+            job=["sh", "-c", f"touch {marker}; exit 4"],
+            user="govern_app",
+        ),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 4 and marker.exists()
+    assert "govern: warning:" in result.stderr and "ungoverned" in result.stderr
+    assert value(root, SLOW) == "1"
+    assert [r["state"] for r in history(state_path)] == ["finished", "refused"]
+
+
+def test_unreachable_server_refuses_with_exit_3(state_path: Path, tmp_path: Path) -> None:
+    cnf = tmp_path / "nowhere.cnf"
+    cnf.write_text("[client]\nhost=127.0.0.1\nport=1\nuser=nobody\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "govern",
+            "run",
+            "--defaults-file",
+            str(cnf),
+            "--state",
+            str(state_path),
+            "--",
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 3
+    assert result.stderr.startswith("govern: error: cannot connect to nobody@127.0.0.1:1")
+
+
+def test_command_not_found_changes_nothing(server: MariaDB, root: Any, state_path: Path) -> None:
+    result = subprocess.run(
+        run_args(server, state_path, "--mode", "global", job=["no-such-command-x"]),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 127
+    assert result.stderr.strip() == "govern: error: no-such-command-x: command not found"
+
+
+def test_threshold_only_raises(server: MariaDB, root: Any, state_path: Path) -> None:
+    set_global(root, "long_query_time", "20")
+    result = subprocess.run(
+        run_args(server, state_path, "--mode", "threshold", job=["true"]),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0
+    assert "long_query_time is already 20s" in result.stderr
+    assert value(root, "long_query_time") == "20.0"
