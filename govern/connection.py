@@ -119,6 +119,10 @@ class ConnectionSettings:
                 for k, v in (("ca", self.ssl_ca), ("cert", self.ssl_cert), ("key", self.ssl_key))
                 if v
             }
+        elif self.uses_socket:
+            # Like the mysql client: no TLS over the local socket. PyMySQL would otherwise
+            # load the system CA store for its "preferred" TLS (measured: 19 ms a connection).
+            kwargs["ssl_disabled"] = True
         return kwargs
 
 

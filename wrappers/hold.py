@@ -94,17 +94,20 @@ class Holding:
         #: Why the run no longer holds the variable (someone else decided), or None.
         self.lost: str | None = None
         self.joined_others = 0
+        #: Every holder connection this run opened (not blind: govern's own).
         self.connection_ids: set[int] = set()
+        self.connection_id = 0
 
     # --- join ---------------------------------------------------------------------
     def prepare(self, conn: Connection) -> None:
         """Session settings of a holder connection: silent death ends it within a lease."""
         query_one(conn, f"SET SESSION wait_timeout = {max(1, int(self.lease))}")
-        if self.event and deadman.unbinlogged(conn):
-            self.event = None  # cannot keep it out of the binlog: do without it
         row = query_one(conn, "SELECT CONNECTION_ID()")
         assert row is not None
-        self.connection_ids.add(int(row[0]))
+        self.connection_id = int(row[0])
+        self.connection_ids.add(self.connection_id)
+        if self.event and deadman.unbinlogged(conn):
+            self.event = None  # cannot keep it out of the binlog: do without it
 
     def join(self, want: Callable[[int], int]) -> int:
         """Claim the variable and set it to ``want(current)`` unless others already hold it.
@@ -143,7 +146,13 @@ class Holding:
                     else None
                 )
             self.claim = claims.take(
-                conn, variable, original, value, others, (record.pid, record.host, record.name)
+                conn,
+                self.connection_id,
+                variable,
+                original,
+                value,
+                others,
+                (record.pid, record.host, record.name),
             )
             try:
                 if self.event:
@@ -233,7 +242,13 @@ class Holding:
                 )
                 return
             self.claim = claims.take(
-                conn, variable, original, value, others, (record.pid, record.host, record.name)
+                conn,
+                self.connection_id,
+                variable,
+                original,
+                value,
+                others,
+                (record.pid, record.host, record.name),
             )
             if restarted:  # thread ids start again: a new window of blind connections
                 record.server_started = server_started(conn)
@@ -259,10 +274,13 @@ class Holding:
                 with contextlib.suppress(pymysql.err.MySQLError):
                     deadman.drop(self.conn, self.event)
             return outcome
-        me = query_one(self.conn, "SELECT CONNECTION_ID()")
-        assert me is not None
         outcome = finish(
-            self.conn, self.store, self.record, self.variable, exclude=int(me[0]), actor="wrapper"
+            self.conn,
+            self.store,
+            self.record,
+            self.variable,
+            exclude=self.connection_id,
+            actor="wrapper",
         )
         if self.claim:
             claims.release(self.conn, self.claim.lock_names())

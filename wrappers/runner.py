@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import secrets
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pymysql
 
-from govern.connection import ConnectionSettings, connect, error_text, query_one
+from govern.connection import ConnectionSettings, connect, error_text
 from govern.errors import ServerError, UsageError
 from govern.output import info as print_info
 from govern.output import warn as print_warning
@@ -107,7 +105,7 @@ def run(settings: ConnectionSettings, argv: list[str], options: RunOptions) -> R
     check_program(argv)
     relay = SignalRelay()
     relay.install()
-    run_id = secrets.token_hex(6)
+    run_id = os.urandom(6).hex()
     state_path = Path(options.state_path) if options.state_path else default_state_path()
     # Forked first, while this process has no SQLite handle and no server socket: SQLite's
     # per-process file bookkeeping does not survive a fork, and an inherited socket would
@@ -115,6 +113,9 @@ def run(settings: ConnectionSettings, argv: list[str], options: RunOptions) -> R
     watchdog = spawn(settings, state_path, run_id)
     try:
         with StateStore.open(state_path) as store:
+            # WAL with synchronous=NORMAL: a commit survives the process being killed (what
+            # the journal is for) without an fsync each; only an OS crash may lose the last.
+            store.db.execute("PRAGMA synchronous = NORMAL")
             result = _Run(settings, argv, options, store, relay, run_id, watchdog).execute()
     except BaseException:
         watchdog.handoff()  # whatever went wrong, the watchdog checks the journal
@@ -214,6 +215,8 @@ class _Run:
         env = self._env(choice.mode)
         folder = None
         if statement is not None:
+            import tempfile
+
             folder = Path(tempfile.mkdtemp(prefix="govern-run-"))
             env.update(session.client_environment(statement, folder, os.environ))
             self.report.say(
@@ -298,22 +301,16 @@ class _Run:
         record, variable = self.record, holding.variable
         record.exit_code = job.exit_code
         try:
-            self._ensure_connected(holding)
-            if variable.is_switch and not server.session_slow_log_switch and record.window_first_id:
-                # MySQL judges a statement by the global switch when it ends (MariaDB by the
-                # session's copy): let the job's last statements end under govern's value.
-                blind.wait_until_idle(
-                    holding.conn, record.window_first_id, holding.connection_ids, self.options.grace
-                )
-            outcome = holding.finish()
+            outcome = self._let_go(holding, server)
         except (ServerError, pymysql.err.MySQLError, OSError) as exc:
+            why = exc.message if isinstance(exc, ServerError) else error_text(exc)
             self.report.warn(
-                f"could not restore {variable.name} ({getattr(exc, 'message', None) or error_text(exc)}): "
-                "the watchdog keeps trying; see govern status, govern recover"
+                f"could not restore {variable.name} ({why}): the watchdog keeps trying; "
+                "see govern status, govern recover"
             )
-            journal.save(self.store, record)
+            result = self._end(job, None)  # saved before the watchdog reads the journal
             self.watchdog.handoff()
-            return self._end(job, None)
+            return result
         now = utcnow()
         record.state = journal.FINISHED
         record.outcome = outcome.code
@@ -333,15 +330,32 @@ class _Run:
         (self.report.warn if outcome.warning else self.report.say)(outcome.message)
         if record.blind:
             self._warn_blind(variable.name, variable.show(record.set_value))
-        journal.save(self.store, record)
-        self.watchdog.done()
         return self._end(job, outcome)
 
-    def _ensure_connected(self, holding: Holding) -> None:
-        try:
-            query_one(holding.conn, "SELECT 1")
-        except CONNECTION_ERRORS:
-            holding.reconnect()
+    def _let_go(self, holding: Holding, server: ServerInfo) -> Outcome:
+        """Finish the hold, reconnecting once if the connection died since the last renewal."""
+        record = self.record
+        for attempt in (1, 2):
+            try:
+                if (
+                    holding.variable.is_switch
+                    and not server.session_slow_log_switch
+                    and record.window_first_id
+                ):
+                    # MySQL judges a statement by the global switch when it ends (MariaDB by
+                    # the session's copy): let the job's last statements end under govern's value.
+                    blind.wait_until_idle(
+                        holding.conn,
+                        record.window_first_id,
+                        holding.connection_ids,
+                        self.options.grace,
+                    )
+                return holding.finish()
+            except CONNECTION_ERRORS:
+                if attempt == 2:
+                    raise
+                holding.reconnect()
+        raise AssertionError("unreachable")
 
     def _warn_blind(self, name: str, value: str) -> None:
         connections = self.record.blind

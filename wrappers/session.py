@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping
@@ -29,7 +28,6 @@ from govern.server import ServerInfo, build_info
 LONG_QUERY_TIME_MAX = 31_536_000
 CLIENTS = ("mysql", "mariadb")
 
-log = logging.getLogger("govern")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -88,7 +86,9 @@ def exempt(conn: Any) -> Iterator[Any]:
     info = build_info(current)
     settings = exemption(info)
     if not settings:
-        log.warning(
+        import logging
+
+        logging.getLogger("govern").warning(
             "govern: %s: this session cannot opt out of the slow log",
             info.slow_log_global_control_warning or info.label,
         )

@@ -2,8 +2,8 @@
 
 Forked (not exec'd: it starts in about a millisecond and already has the connection
 settings in memory, so no secret crosses a process boundary) before the wrapper
-starts any thread, then detached: its own session (terminal signals and a ``kill``
-of the wrapper's process group miss it) and re-parented to init by a double fork.
+starts any thread, then detached into its own session: terminal signals and a
+``kill`` of the wrapper's process group miss it, and it outlives the wrapper.
 
 It blocks on a pipe whose only writer is the wrapper. ``done`` means the wrapper
 finished cleanly; end of file without it means the wrapper died, and the watchdog
@@ -62,25 +62,12 @@ def spawn(settings: ConnectionSettings, state_path: Path, run_id: str) -> Watchd
     bookkeeping is not fork-safe) or connects to the server.
     """
     read_fd, write_fd = os.pipe()
-    pid_pipe_r, pid_pipe_w = os.pipe()
-    first = os.fork()
-    if first == 0:  # the intermediate child: new session, fork the watchdog, vanish
-        try:
-            os.close(write_fd)
-            os.close(pid_pipe_r)
-            os.setsid()
-            second = os.fork()
-            if second == 0:
-                os.close(pid_pipe_w)
-                _watch(read_fd, settings, state_path, run_id)  # never returns
-            os.write(pid_pipe_w, str(second).encode())
-        finally:
-            os._exit(0)
+    pid = os.fork()
+    if pid == 0:
+        os.close(write_fd)
+        os.setsid()  # its own session: no terminal, out of reach of the wrapper's group
+        _watch(read_fd, settings, state_path, run_id)  # never returns
     os.close(read_fd)
-    os.close(pid_pipe_w)
-    os.waitpid(first, 0)
-    with os.fdopen(pid_pipe_r, "rb") as pipe:
-        pid = int(pipe.read() or 0)
     return Watchdog(pid, write_fd)
 
 
