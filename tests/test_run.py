@@ -408,3 +408,83 @@ def test_threshold_only_raises(server: MariaDB, root: Any, state_path: Path) -> 
     assert result.returncode == 0
     assert "long_query_time is already 20s" in result.stderr
     assert value(root, "long_query_time") == "20.0"
+
+
+def test_on_a_replica_no_event_and_nothing_written(replica: MariaDB, tmp_path: Path) -> None:
+    """A replica's slow log may be governed (SET GLOBAL is no write); no event is created."""
+    conn = replica.connect()
+    state = tmp_path / "state.db"
+    try:
+        set_global(conn, "event_scheduler", "ON")
+        set_global(conn, SLOW, "ON")
+        before = binlog_position(conn)
+        folder = tmp_path / "job"
+        proc = start(run_args(replica, state, "--mode", "global", job=job(folder)))
+        wait_started(folder, proc)
+        assert value(conn, SLOW) == "0"
+        with conn.cursor() as cur:  # type: ignore[attr-defined]
+            cur.execute("SELECT COUNT(*) FROM information_schema.EVENTS")
+            assert cur.fetchone()[0] == 0
+        finish(folder)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err
+        assert value(conn, SLOW) == "1"
+        assert history(state)[0]["event"] is None
+        assert binlog_events_since(conn, before) == []
+    finally:
+        set_global(conn, "event_scheduler", "OFF")
+        set_global(conn, SLOW, "OFF")
+        conn.close()  # type: ignore[attr-defined]
+
+
+def _pty_run(args: list[str], keys: list[bytes], timeout: float = 20) -> tuple[int, str]:
+    """Run ``args`` on a new terminal (its controlling tty), typing ``keys`` once it waits."""
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: session leader on the new terminal, in the foreground
+        os.execv(args[0], args)
+    output = b""
+    pending = list(keys)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(fd, 1024)
+            except OSError:  # EIO: the terminal's last holder has gone
+                break
+            if not chunk:
+                break
+            output += chunk
+        if pending and b"waiting" in output:
+            key = pending.pop(0)
+            os.write(fd, key)
+            if key == b"\x1a":  # Ctrl-Z: govern stops with its job, like a shell job; fg it
+                wait_for(lambda: _state(pid) == "T", 10, "govern to stop with its job")
+                os.kill(pid, signal.SIGCONT)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.parametrize(
+    "keys,expected", [([b"hello\n"], 0), ([b"\x03"], 130), ([b"\x1a", b"hello\n"], 0)]
+)
+def test_terminal_is_handed_to_the_job(
+    server: MariaDB, root: Any, state_path: Path, keys: list[bytes], expected: int
+) -> None:
+    """On a terminal the job can read it (it is in the foreground) and Ctrl-C reaches it."""
+    script = 'echo waiting; read line; echo "got:$line"'
+    args = run_args(server, state_path, "--mode", "global", job=["sh", "-c", script])
+    code, output = _pty_run(args, keys)
+    assert code == expected, output
+    if expected == 0:
+        assert "got:hello" in output
+    assert value(root, SLOW) == "1"

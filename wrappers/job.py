@@ -124,11 +124,13 @@ def run_job(
         while True:
             _, raw = os.waitpid(proc.pid, os.WUNTRACED)
             if os.WIFSTOPPED(raw):
+                # Ctrl-Z on govern's terminal: stop together, go on together (fg). Any other
+                # stop (kill -STOP, a background read) is left for whoever sent it.
                 if terminal is not None and os.WSTOPSIG(raw) == signal.SIGTSTP:
-                    os.tcsetpgrp(terminal, os.getpgrp())  # Ctrl-Z: stop with the job
+                    os.tcsetpgrp(terminal, os.getpgrp())
                     os.kill(os.getpid(), signal.SIGSTOP)
-                    os.tcsetpgrp(terminal, pgid)  # fg: both carry on
-                _signal_group(pgid, signal.SIGCONT)
+                    os.tcsetpgrp(terminal, pgid)
+                    _signal_group(pgid, signal.SIGCONT)
                 continue
             status.append(raw)
             finished.set()
