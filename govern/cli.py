@@ -22,6 +22,9 @@ COMMANDS: dict[str, str] = {
     "status": "wrappers.cli:status",
     "recover": "wrappers.cli:recover",
     "history": "wrappers.cli:history",
+    "load": "govern.commands.load:load",
+    "lint": "rules.cli:lint",
+    "rules": "rules.cli:rules",
 }
 
 
