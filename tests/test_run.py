@@ -488,3 +488,56 @@ def test_terminal_is_handed_to_the_job(
     if expected == 0:
         assert "got:hello" in output
     assert value(root, SLOW) == "1"
+
+
+def test_next_run_repairs_a_dead_run(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    """Wrapper and watchdog killed, no event: the next run on this host repairs first."""
+    folder = tmp_path / "job"
+    proc = start(run_args(server, state_path, "--mode", "global", job=job(folder)))
+    job_pid = wait_started(folder, proc)
+    dead = history(state_path)[0]
+    os.kill(dead["watchdog_pid"], signal.SIGKILL)
+    kill_wrapper(proc)
+    kill_group(job_pid)
+    time.sleep(0.3)
+    assert value(root, SLOW) == "0"  # nobody left to restore it
+    result = subprocess.run(
+        run_args(server, state_path, "--mode", "global", job=["true"]),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"repaired run {dead['id']}" in result.stderr
+    assert value(root, SLOW) == "1"
+    new, repaired = history(state_path)
+    assert repaired["id"] == dead["id"] and repaired["state"] == "recovered"
+    assert [c["actor"] for c in repaired["changes"]] == ["wrapper", f"run {new['id']}"]
+    # The new run saw ON, not the OFF the dead run left: it repaired before it joined.
+    assert new["original_text"] == "ON"
+
+
+def test_recover_waits_for_the_server(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    """The server is down when recover starts: it retries with backoff until it answers."""
+    folder = tmp_path / "job"
+    proc = start(run_args(server, state_path, "--mode", "global", job=job(folder)))
+    job_pid = wait_started(folder, proc)
+    dead = history(state_path)[0]
+    os.kill(dead["watchdog_pid"], signal.SIGKILL)
+    kill_wrapper(proc)
+    kill_group(job_pid)
+    server.stop()
+    recover = start(govern(server, state_path, "recover", "--json", "--wait", "60"))
+    time.sleep(1.5)
+    assert recover.poll() is None  # still trying
+    server.start()
+    out, err = recover.communicate(timeout=60)
+    assert recover.returncode == 0, err
+    assert "retrying in" in err
+    document = json.loads(out)
+    assert [r["run_id"] for r in document["repaired"]] == [dead["id"]]
+    # The restart reset the globals to the server's my.cnf: no longer govern's to change.
+    assert document["repaired"][0]["message"].startswith("the server restarted since")

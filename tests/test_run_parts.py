@@ -6,6 +6,8 @@ import json
 import re
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -171,3 +173,44 @@ def test_documents_match_docs(server: MariaDB, connect: Any, state_path: Path) -
         document = json.loads(result.stdout)
         assert document["schema"] == schema and document["schema_version"] == 1
         assert set(document) == documented_fields(schema)
+
+
+@pytest.mark.server
+def test_restore_waits_for_window_statements_bounded(server: MariaDB, connect: Any) -> None:
+    """MySQL judges a statement by the global switch when it ends: govern lets it end first."""
+    from wrappers.blind import wait_until_idle
+
+    mine = connect()
+    with mine.cursor() as cur:
+        cur.execute("SELECT CONNECTION_ID()")
+        first = int(cur.fetchone()[0])
+    busy = connect()
+    with busy.cursor() as cur:
+        cur.execute("SELECT CONNECTION_ID()")
+        busy_id = int(cur.fetchone()[0])
+    sleeper = threading.Thread(target=lambda: busy.cursor().execute("SELECT SLEEP(1)"))
+    sleeper.start()
+    time.sleep(0.2)
+    still = wait_until_idle(mine, first, {first}, timeout=0.2)
+    assert [c["id"] for c in still] == [busy_id]
+    started = time.monotonic()
+    assert wait_until_idle(mine, first, {first}, timeout=5) == []
+    assert 0.2 < time.monotonic() - started < 2
+    sleeper.join()
+
+
+def test_session_exemption_by_flavor() -> None:
+    from wrappers.session import exemption, init_command
+
+    assert init_command(build_info(MARIADB)) == "SET SESSION log_slow_query = OFF"
+    mysql = build_info({"version": "8.0.36", "version_comment": "MySQL Community Server"})
+    assert init_command(mysql) == "SET SESSION long_query_time = 31536000"
+    percona = build_info(
+        {
+            "version": "8.0.36-28",
+            "version_comment": "Percona Server (GPL), Release 28",
+            "slow_query_log_use_global_control": "long_query_time",
+        }
+    )
+    assert exemption(percona) == {} and init_command(percona) is None
+    assert "session mode cannot exempt" in (percona.slow_log_global_control_warning or "")

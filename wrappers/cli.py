@@ -181,22 +181,21 @@ def recover(
     Exit 0 when nothing stale is left, 1 when an entry could not be repaired (its
     claim is still held), 3 when the server stays unreachable.
     """
-    from govern.errors import ServerError
-    from govern.output import info, print_json
+    from govern.output import print_json
     from govern.server import detect
     from govern.state import StateStore
     from wrappers import journal
     from wrappers.recovery import recover_server, sweep_events
     from wrappers.status import recover_document
 
-    conn = _connect_with_retry(settings, wait, info, ServerError)
+    conn = _connect_with_retry(settings, wait)
     server = detect(conn, replica_status=False)
     with StateStore.open(state_path) as store:
         repairs = recover_server(conn, server, store, actor="recover")
         dropped = sweep_events(conn)
         remaining = [r for r in journal.open_runs(store, server.identity) if r.stale_reason()]
+        document = recover_document(store, server, repairs, remaining, dropped)
     conn.close()
-    document = recover_document(server, repairs, remaining, dropped)
     if as_json:
         print_json(document)
     else:
@@ -213,20 +212,21 @@ def recover(
     sys.exit(1 if remaining else 0)
 
 
-def _connect_with_retry(
-    settings: ConnectionSettings, wait: float, say: Any, error: type[Exception]
-) -> Any:
+def _connect_with_retry(settings: ConnectionSettings, wait: float) -> Any:
+    """Connect, retrying with backoff for up to ``wait`` seconds (the server may be restarting)."""
     from govern.connection import connect
+    from govern.errors import ServerError
+    from govern.output import info
 
     deadline = time.monotonic() + wait
     delay = 0.5
     while True:
         try:
             return connect(settings)
-        except error as exc:
+        except ServerError as exc:
             if time.monotonic() + delay > deadline:
                 raise
-            say(f"{exc}; retrying in {delay:g} s")
+            info(f"{exc.message}; retrying in {delay:g} s")
             time.sleep(delay)
             delay = min(delay * 2, 30)
 
@@ -244,8 +244,7 @@ def history(state_path: str | None, as_json: bool, name: str | None, limit: int 
     from wrappers.status import history_document
 
     with StateStore.open(state_path) as store:
-        records = journal.history(store, name=name, limit=limit)
-    document = history_document(records)
+        document = history_document(store, journal.history(store, name=name, limit=limit))
     if as_json:
         print_json(document)
         return
@@ -263,27 +262,33 @@ def _print_history(document: dict[str, Any]) -> None:
     from govern.output import console
 
     table = Table(box=None, pad_edge=False)
-    for column in ("id", "name", "started (UTC)", "ended", "exit", "mode", "window", "outcome"):
+    for column in ("id", "name", "started (UTC)", "took", "exit", "mode", "changed", "outcome"):
         table.add_column(column)
     for run in document["runs"]:
-        window = run["window"]
-        shown = (
-            f"{run['variable']}={run['set_text']} {_short_time(window['start'])[11:]}–"
-            f"{_short_time(window['end'])[11:] or 'now'}"
-            if window
-            else ""
+        took = ""
+        if run["ended_at"]:
+            seconds = (_parse(run["ended_at"]) - _parse(run["started_at"])).total_seconds()
+            took = f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.0f}m"
+        changed = (
+            f"{run['variable']} {run['original_text']}→{run['set_text']}" if run["window"] else ""
         )
         table.add_row(
             run["id"],
             run["name"],
             _short_time(run["started_at"]),
-            _short_time(run["ended_at"])[11:],
+            took,
             "" if run["exit_code"] is None else str(run["exit_code"]),
             run["mode"],
-            shown,
+            changed,
             run["outcome"] or run["state"],
         )
     console().print(table)
+
+
+def _parse(stamp: str) -> Any:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp)
 
 
 def _print_status(document: dict[str, Any]) -> None:

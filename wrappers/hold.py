@@ -46,14 +46,13 @@ class Outcome:
 
 
 def server_started(conn: Connection) -> float:
-    """When the server started (epoch seconds): a different value means it restarted."""
-    row = query_one(
-        conn,
-        "SELECT UNIX_TIMESTAMP(NOW(6)) - VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
-        " WHERE VARIABLE_NAME = 'UPTIME'",
-    )
+    """When the server started, on this host's clock: a different value means it restarted.
+
+    (``SHOW GLOBAL STATUS`` works on MySQL 8 too, where information_schema lost it.)
+    """
+    row = query_one(conn, "SHOW GLOBAL STATUS LIKE 'Uptime'")
     assert row is not None
-    return float(row[0])
+    return time.time() - float(row[1])
 
 
 def _remembered_original(store: StateStore, record: RunRecord, variable: Variable) -> int | None:
@@ -338,6 +337,12 @@ def repair(
     conn: Connection, store: StateStore, record: RunRecord, variable: Variable, *, actor: str
 ) -> Outcome:
     """Finish a run that can no longer finish itself (dead wrapper, expired lease)."""
+    if record.server_started and abs(server_started(conn) - record.server_started) > 2:
+        # A restart reset the globals: the value now is the server's own (its my.cnf), even
+        # when it happens to equal what govern had set. Not govern's to change any more.
+        if record.event and not deadman.unbinlogged(conn):
+            deadman.drop(conn, record.event)
+        return Outcome("unchanged", "the server restarted since; its settings are its own")
     dead_owner = record.host == journal.this_host() and not journal.process_alive(
         record.pid, record.pid_started
     )

@@ -111,14 +111,15 @@ def lease_deadline(seconds: float) -> str:
 
 
 def save(store: StateStore, record: RunRecord) -> None:
-    """Insert or overwrite the whole row (a row is small; one statement is one commit)."""
+    """Insert or update the whole row (a row is small; one statement is one commit)."""
     values = []
     for column in _COLUMNS:
         value = getattr(record, column)
         values.append(json.dumps(value) if column in _JSON_FIELDS else value)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c != "id")
     store.db.execute(
-        f"INSERT OR REPLACE INTO runs ({', '.join(_COLUMNS)})"
-        f" VALUES ({', '.join('?' * len(_COLUMNS))})",
+        f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+        f" ON CONFLICT (id) DO UPDATE SET {updates}",
         values,
     )
 

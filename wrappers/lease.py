@@ -23,7 +23,6 @@ class LeaseKeeper:
         self.holding = holding
         self.warn = warn
         self.interval = max(0.2, holding.lease / 3)
-        self.reconnects = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="govern-lease", daemon=True)
 
@@ -59,7 +58,6 @@ class LeaseKeeper:
                 delay = min(delay * 2, self.interval)
                 cause = exc
                 continue
-            self.reconnects += 1
             if self.holding.lost:
                 self.warn(self.holding.lost)
             else:

@@ -194,6 +194,9 @@ class _Run:
                 self.report.warn(warning)
             if statement is None:
                 self.report.warn(f"{server.label}: the job's sessions cannot opt out")
+            problem = session.client_problem(self.argv)
+            if problem and os.path.basename(self.argv[0]) in session.CLIENTS:
+                self.report.warn(f"{problem}: its statements will be logged")
         return self._plain(choice, statement)
 
     def _ungoverned(self, error: ServerError) -> RunResult:

@@ -31,7 +31,11 @@ def _number(variable: variables.Variable, value: int | None) -> float | int | No
     return value if variable.is_switch else value / variable.scale
 
 
-def run_json(record: RunRecord) -> dict[str, Any]:
+def runs_json(store: StateStore, records: list[RunRecord]) -> list[dict[str, Any]]:
+    return [run_json(r, journal.changes(store, r.id)) for r in records]
+
+
+def run_json(record: RunRecord, changes: list[dict[str, Any]]) -> dict[str, Any]:
     variable = variables.by_name(record.variable) if record.variable else None
     return {
         "id": record.id,
@@ -59,6 +63,15 @@ def run_json(record: RunRecord) -> dict[str, Any]:
         "watchdog_pid": record.watchdog_pid,
         "stale": record.stale_reason(),
         "blind_connections": record.blind,
+        "changes": [
+            {
+                **change,
+                "done": bool(change["done"]),
+                "from_value": _number(variables.by_name(change["variable"]), change["from_value"]),
+                "to_value": _number(variables.by_name(change["variable"]), change["to_value"]),
+            }
+            for change in changes
+        ],
         "warnings": record.warnings,
     }
 
@@ -81,17 +94,21 @@ def window_json(record: RunRecord) -> dict[str, Any] | None:
     }
 
 
-def history_document(records: list[RunRecord]) -> dict[str, Any]:
+def history_document(store: StateStore, records: list[RunRecord]) -> dict[str, Any]:
     return {
         "schema": HISTORY_SCHEMA,
         "schema_version": SCHEMA_VERSION,
-        "runs": [run_json(r) for r in records],
+        "runs": runs_json(store, records),
         "windows": [w for r in records if (w := window_json(r)) is not None],
     }
 
 
 def recover_document(
-    server: ServerInfo, repairs: list[Repair], remaining: list[RunRecord], events_dropped: int
+    store: StateStore,
+    server: ServerInfo,
+    repairs: list[Repair],
+    remaining: list[RunRecord],
+    events_dropped: int,
 ) -> dict[str, Any]:
     return {
         "schema": RECOVER_SCHEMA,
@@ -108,7 +125,7 @@ def recover_document(
             for r in repairs
             if r.outcome.code != "still_held"
         ],
-        "remaining": [run_json(r) for r in remaining],
+        "remaining": runs_json(store, remaining),
         "events_dropped": events_dropped,
     }
 
@@ -219,7 +236,7 @@ def status_document(
             "event_scheduler": server.event_scheduler,
         },
         "holders": _holders(conn, server),
-        "runs": [run_json(r) for r in runs],
+        "runs": runs_json(store, runs),
         "stale": [r.id for r in runs if r.stale_reason()],
         "blind_connections": blind_connections,
         "events": _events(conn),
