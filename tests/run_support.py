@@ -8,6 +8,7 @@ and exits with the number written to ``finish`` once that file appears.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -107,6 +108,28 @@ def kill_wrapper(proc: subprocess.Popen[str]) -> None:
     for pipe in (proc.stdout, proc.stderr):
         if pipe is not None:
             pipe.close()
+
+
+def launch(
+    server: MariaDB, state: Path, folder: Path, *options: str, user: str = "govern_admin"
+) -> tuple[subprocess.Popen[str], int]:
+    """Start ``govern run OPTIONS -- <the job>`` and wait until the job runs: (wrapper, job pid)."""
+    proc = start(run_args(server, state, *options, job=job(folder), user=user))
+    return proc, wait_started(folder, proc)
+
+
+def history(state: Path) -> list[dict[str, Any]]:
+    """``govern history --json``'s runs, newest first."""
+    result = subprocess.run(
+        [*GOVERN, "history", "--state", str(state), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    document = json.loads(result.stdout)
+    assert document["schema"] == "govern.run.history"
+    runs: list[dict[str, Any]] = document["runs"]
+    return runs
 
 
 def finish(folder: Path, code: int = 0) -> None:

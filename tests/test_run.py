@@ -24,9 +24,11 @@ from run_support import (
     binlog_position,
     finish,
     govern,
+    history,
     job,
     kill_group,
     kill_wrapper,
+    launch,
     process_gone,
     run_args,
     set_global,
@@ -53,23 +55,9 @@ def root(server: MariaDB, connect: Any) -> Iterator[Any]:
     assert binlog_events_since(check, before) == [], "govern wrote to the binary log"
 
 
-def history(state: Path) -> list[dict[str, Any]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "govern", "history", "--state", str(state), "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    document = json.loads(result.stdout)
-    assert document["schema"] == "govern.run.history"
-    runs: list[dict[str, Any]] = document["runs"]
-    return runs
-
-
 def test_normal_exit_restores(server: MariaDB, root: Any, state_path: Path, tmp_path: Path) -> None:
     folder = tmp_path / "job"
-    proc = start(run_args(server, state_path, "--mode", "global", job=job(folder)))
-    wait_started(folder, proc)
+    proc, _ = launch(server, state_path, folder, "--mode", "global")
     assert value(root, SLOW) == "0"
     finish(folder, 0)
     _out, err = proc.communicate(timeout=20)
@@ -101,8 +89,7 @@ def test_signal_reaches_the_job_then_restores(
     server: MariaDB, root: Any, state_path: Path, tmp_path: Path, sig: signal.Signals
 ) -> None:
     folder = tmp_path / "job"
-    proc = start(run_args(server, state_path, "--mode", "global", job=job(folder)))
-    wait_started(folder, proc)
+    proc, _ = launch(server, state_path, folder, "--mode", "global")
     assert value(root, SLOW) == "0"
     os.kill(proc.pid, sig)
     proc.communicate(timeout=20)
@@ -140,8 +127,7 @@ def test_wrapper_sigkill_watchdog_restores_at_once(
     server: MariaDB, root: Any, state_path: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "job"
-    proc = start(run_args(server, state_path, "--mode", "global", "--lease", "3", job=job(folder)))
-    job_pid = wait_started(folder, proc)
+    proc, job_pid = launch(server, state_path, folder, "--mode", "global", "--lease", "3")
     try:
         assert value(root, SLOW) == "0"
         kill_wrapper(proc)
@@ -155,17 +141,23 @@ def test_wrapper_sigkill_watchdog_restores_at_once(
         kill_group(job_pid)
 
 
+def _event_only(
+    server: MariaDB, root: Any, state_path: Path, folder: Path
+) -> tuple[subprocess.Popen[str], int]:
+    """A global run with a 2 s lease and its dead-man event armed, its watchdog killed."""
+    set_global(root, "event_scheduler", "ON")
+    proc, job_pid = launch(server, state_path, folder, "--mode", "global", "--lease", "2")
+    run = history(state_path)[0]
+    assert run["event"] and "govern_deadman_" in run["event"]
+    os.kill(run["watchdog_pid"], signal.SIGKILL)
+    return proc, job_pid
+
+
 def test_server_side_event_restores_when_wrapper_and_watchdog_die(
     server: MariaDB, root: Any, state_path: Path, tmp_path: Path
 ) -> None:
-    set_global(root, "event_scheduler", "ON")
-    folder = tmp_path / "job"
-    proc = start(run_args(server, state_path, "--mode", "global", "--lease", "2", job=job(folder)))
-    job_pid = wait_started(folder, proc)
+    proc, job_pid = _event_only(server, root, state_path, tmp_path / "job")
     try:
-        run = history(state_path)[0]
-        assert run["event"] and "govern_deadman_" in run["event"]
-        os.kill(run["watchdog_pid"], signal.SIGKILL)
         kill_wrapper(proc)
         took = wait_for(lambda: value(root, SLOW) == "1", 15, "the event to restore")
         assert took < 2 + 3 + 3  # lease + slack + the scheduler's own delay
@@ -191,13 +183,9 @@ def test_silent_wrapper_loses_its_claim_and_the_event_restores(
     server: MariaDB, root: Any, state_path: Path, tmp_path: Path
 ) -> None:
     """A host that falls silent (SIGSTOP): wait_timeout ends its claim, the event restores."""
-    set_global(root, "event_scheduler", "ON")
     folder = tmp_path / "job"
-    proc = start(run_args(server, state_path, "--mode", "global", "--lease", "2", job=job(folder)))
-    job_pid = wait_started(folder, proc)
-    run = history(state_path)[0]
+    proc, job_pid = _event_only(server, root, state_path, folder)
     try:
-        os.kill(run["watchdog_pid"], signal.SIGKILL)
         os.kill(proc.pid, signal.SIGSTOP)
         took = wait_for(lambda: value(root, SLOW) == "1", 15, "the event to restore")
         assert took < 2 + 3 + 3  # lease (wait_timeout) + slack + the scheduler's delay
@@ -216,8 +204,7 @@ def test_killed_connection_reconnects_and_restores(
     server: MariaDB, root: Any, state_path: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "job"
-    proc = start(run_args(server, state_path, "--mode", "global", "--lease", "3", job=job(folder)))
-    wait_started(folder, proc)
+    proc, _ = launch(server, state_path, folder, "--mode", "global", "--lease", "3")
     holder = _holder(root)
     assert holder is not None
     with root.cursor() as cur:
@@ -296,8 +283,7 @@ def test_dba_change_mid_run_is_not_clobbered(
     server: MariaDB, root: Any, state_path: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "job"
-    proc = start(run_args(server, state_path, "--mode", "threshold", job=job(folder)))
-    wait_started(folder, proc)
+    proc, _ = launch(server, state_path, folder, "--mode", "threshold")
     assert value(root, "long_query_time") == "10.0"
     set_global(root, "long_query_time", "5")  # the DBA decides
     finish(folder, 3)
@@ -313,8 +299,7 @@ def test_server_restart_mid_run(
 ) -> None:
     """The server comes back with the original value from its my.cnf; govern sets it again."""
     folder = tmp_path / "job"
-    proc = start(run_args(server, state_path, "--mode", "global", "--lease", "3", job=job(folder)))
-    wait_started(folder, proc)
+    proc, _ = launch(server, state_path, folder, "--mode", "global", "--lease", "3")
     server.options = {"slow_query_log": "ON"}
     try:
         server.restart()
@@ -490,17 +475,21 @@ def test_terminal_is_handed_to_the_job(
     assert value(root, SLOW) == "1"
 
 
-def test_next_run_repairs_a_dead_run(
-    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
-) -> None:
-    """Wrapper and watchdog killed, no event: the next run on this host repairs first."""
-    folder = tmp_path / "job"
-    proc = start(run_args(server, state_path, "--mode", "global", job=job(folder)))
-    job_pid = wait_started(folder, proc)
+def _dead_run(server: MariaDB, state_path: Path, folder: Path) -> dict[str, Any]:
+    """A global run whose wrapper, watchdog and job were all SIGKILLed (no event armed)."""
+    proc, job_pid = launch(server, state_path, folder, "--mode", "global")
     dead = history(state_path)[0]
     os.kill(dead["watchdog_pid"], signal.SIGKILL)
     kill_wrapper(proc)
     kill_group(job_pid)
+    return dead
+
+
+def test_next_run_repairs_a_dead_run(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    """Wrapper and watchdog killed, no event: the next run on this host repairs first."""
+    dead = _dead_run(server, state_path, tmp_path / "job")
     time.sleep(0.3)
     assert value(root, SLOW) == "0"  # nobody left to restore it
     result = subprocess.run(
@@ -522,13 +511,7 @@ def test_recover_waits_for_the_server(
     server: MariaDB, root: Any, state_path: Path, tmp_path: Path
 ) -> None:
     """The server is down when recover starts: it retries with backoff until it answers."""
-    folder = tmp_path / "job"
-    proc = start(run_args(server, state_path, "--mode", "global", job=job(folder)))
-    job_pid = wait_started(folder, proc)
-    dead = history(state_path)[0]
-    os.kill(dead["watchdog_pid"], signal.SIGKILL)
-    kill_wrapper(proc)
-    kill_group(job_pid)
+    dead = _dead_run(server, state_path, tmp_path / "job")
     server.stop()
     recover = start(govern(server, state_path, "recover", "--json", "--wait", "60"))
     time.sleep(1.5)

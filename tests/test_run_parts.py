@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from govern.errors import ServerError
 from govern.privileges import parse_grants
 from govern.server import build_info
 from harness import MariaDB
-from run_support import govern, set_global
+from run_support import GOVERN, govern, set_global
 from wrappers import claims
 from wrappers.cli import Duration
 from wrappers.modes import Mode, choose
@@ -155,7 +154,7 @@ def test_documents_match_docs(server: MariaDB, connect: Any, state_path: Path) -
     assert run.returncode == 0, run.stderr
     history = json.loads(
         subprocess.run(
-            [sys.executable, "-m", "govern", "history", "--json", "--state", str(state_path)],
+            [*GOVERN, "history", "--json", "--state", str(state_path)],
             capture_output=True,
             text=True,
             check=True,

@@ -21,6 +21,7 @@ from harness import MariaDB
 from run_support import (
     finish,
     govern,
+    history,
     job,
     run_args,
     set_global,
@@ -151,22 +152,15 @@ def test_session_copy_trap_and_blind_connections(
     assert not logged(server, during_text)  # blind until it reconnects
 
     assert "opened while log_slow_query was OFF" in err and f"KILL {during_id};" in err
-    history = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "govern", "history", "--json", "--state", str(state_path)],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
-    assert during_id in [c["id"] for c in history["runs"][0]["blind_connections"]]
+    run = history(state_path)[0]
+    assert during_id in [c["id"] for c in run["blind_connections"]]
     status = subprocess.run(
         govern(server, state_path, "status", "--json"), capture_output=True, text=True
     )
     assert status.returncode == 1
     blind = json.loads(status.stdout)["blind_connections"]
     assert [c["id"] for c in blind] == [during_id]
-    assert blind[0]["run_id"] == history["runs"][0]["id"]
+    assert blind[0]["run_id"] == run["id"]
     opened_during.close()
     status = subprocess.run(
         govern(server, state_path, "status", "--json"), capture_output=True, text=True

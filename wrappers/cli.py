@@ -36,6 +36,19 @@ class Duration(click.ParamType):
         return float(match.group(1)) * _UNITS[match.group(2)]
 
 
+def seconds(
+    name: str, default: float, help: str, minimum: float = 0, maximum: float | None = None
+) -> Any:
+    return click.option(
+        name,
+        type=click.FloatRange(minimum, maximum),
+        default=default,
+        show_default=True,
+        metavar="SECONDS",
+        help=help,
+    )
+
+
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @connection_options
 @state_option
@@ -49,32 +62,22 @@ class Duration(click.ParamType):
     "for everyone. threshold: raise the global long_query_time. session: the job's own sessions "
     "opt out (govern's Python API, $GOVERN_INIT_COMMAND, MariaDB clients).",
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0, 31_536_000),
-    default=10.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="long_query_time in threshold mode (only ever raised).",
+@seconds(
+    "--threshold", 10.0, "long_query_time in threshold mode (only ever raised).", 0, 31_536_000
 )
 @click.option("--max-runtime", type=Duration(), help="End the job's process group after this long.")
-@click.option(
+@seconds(
     "--grace",
-    type=click.FloatRange(0),
-    default=10.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="After TERM, wait this long before KILL; also how long the restore waits for the "
-    "job's last statements.",
+    10.0,
+    "After TERM, wait this long before KILL; also how long the restore waits for the job's "
+    "last statements (MySQL).",
 )
-@click.option(
+@seconds(
     "--lease",
-    type=click.FloatRange(1),
-    default=60.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="If govern dies, the setting comes back within this long (watchdog at once, "
+    60.0,
+    "If govern dies, the setting comes back within this long (the watchdog at once, the "
     "server-side event at the lease).",
+    minimum=1,
 )
 @click.option(
     "--on-error",
@@ -165,14 +168,7 @@ def status(settings: ConnectionSettings, state_path: str | None, as_json: bool) 
 @connection_options
 @state_option
 @click.option("--json", "as_json", is_flag=True, help="Print the govern.run.recover document.")
-@click.option(
-    "--wait",
-    type=click.FloatRange(0),
-    default=60.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Keep retrying this long while the server is unreachable.",
-)
+@seconds("--wait", 60.0, "Keep retrying this long while the server is unreachable.")
 def recover(
     settings: ConnectionSettings, state_path: str | None, as_json: bool, wait: float
 ) -> None:

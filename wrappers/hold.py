@@ -144,15 +144,7 @@ class Holding:
                     if current != value
                     else None
                 )
-            self.claim = claims.take(
-                conn,
-                self.connection_id,
-                variable,
-                original,
-                value,
-                others,
-                (record.pid, record.host, record.name),
-            )
+            claim = self._take(original, value, others)
             try:
                 if self.event:
                     deadman.create(conn, self.event, variable, original, value, self.lease)
@@ -168,13 +160,26 @@ class Holding:
                 raise
             record.state = journal.RUNNING
             record.window_start = utcnow()
-            record.connection_id = self.claim.connection_id
-            record.window_first_id = self.claim.since
+            record.connection_id = claim.connection_id
+            record.window_first_id = claim.since
             with self.store.transaction():
                 journal.save(self.store, record)
                 if seq is not None:
                     journal.change_done(self.store, seq)
         return current
+
+    def _take(self, original: int, value: int, others: list[Claim]) -> Claim:
+        record = self.record
+        self.claim = claims.take(
+            self.conn,
+            self.connection_id,
+            self.variable,
+            original,
+            value,
+            others,
+            (record.pid, record.host, record.name),
+        )
+        return self.claim
 
     def _undo_join(self) -> None:
         with contextlib.suppress(pymysql.err.MySQLError):
@@ -240,21 +245,13 @@ class Holding:
                     "someone else decided, govern leaves it"
                 )
                 return
-            self.claim = claims.take(
-                conn,
-                self.connection_id,
-                variable,
-                original,
-                value,
-                others,
-                (record.pid, record.host, record.name),
-            )
+            claim = self._take(original, value, others)
             if restarted:  # thread ids start again: a new window of blind connections
                 record.server_started = server_started(conn)
-                record.window_first_id = self.claim.since
+                record.window_first_id = claim.since
             if self.event:
                 deadman.create(conn, self.event, variable, original, value, self.lease)
-            record.connection_id = self.claim.connection_id
+            record.connection_id = claim.connection_id
             record.lease_until = journal.lease_deadline(self.lease)
             journal.save(self.store, record)
 
