@@ -20,7 +20,6 @@ import dataclasses
 import getpass
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -322,6 +321,8 @@ def write_defaults_file(settings: ConnectionSettings, path: str | os.PathLike[st
 
 def temporary_defaults_file(settings: ConnectionSettings) -> Path:
     """A fresh 0600 option file in a private temp dir; the caller deletes it."""
+    import tempfile  # not at the top: ``govern run`` starts without it
+
     folder = Path(tempfile.mkdtemp(prefix="govern-"))
     return write_defaults_file(settings, folder / "client.cnf")
 

@@ -323,10 +323,13 @@ def detect(conn: Connection, *, replica_status: bool = True) -> ServerInfo:
     """Read-only detection: variables, plugins and (if allowed) replica status."""
     variables = read_variables(conn)
     info = build_info(variables, plugins=read_plugins(conn))
-    if replica_status:
-        replicas, error = read_replica_status(conn, info.replica_status_statement)
-        info = dataclasses.replace(info, replicas=replicas, replica_status_error=error)
-    return info
+    return with_replica_status(conn, info) if replica_status else info
+
+
+def with_replica_status(conn: Connection, info: ServerInfo) -> ServerInfo:
+    """``info`` with the replica status read (a separate step: it is some 60 columns)."""
+    replicas, error = read_replica_status(conn, info.replica_status_statement)
+    return dataclasses.replace(info, replicas=replicas, replica_status_error=error)
 
 
 def current_account(conn: Connection) -> tuple[str, str]:

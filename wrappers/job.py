@@ -51,6 +51,16 @@ class SignalRelay:
             _signal_group(self.target, signum)
 
 
+def find_program(name: str) -> str | None:
+    """Where ``name`` would be executed from (``shutil.which``, without shutil's imports:
+    ``govern run`` has to start fast)."""
+    candidates = [name] if os.sep in name else [os.path.join(d, name) for d in os.get_exec_path()]
+    for path in candidates:
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            return path
+    return None
+
+
 def _signal_group(pgid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)

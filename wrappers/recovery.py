@@ -8,7 +8,6 @@ leave the setting to live runs, or compare-and-swap it back, drop its event.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 from govern.connection import Connection, ConnectionSettings, connect
 from govern.server import ServerInfo
@@ -69,15 +68,14 @@ def sweep_events(conn: Connection) -> int:
 
 
 def repair_run(
-    settings: ConnectionSettings, state_path: Path, run_id: str, *, actor: str, reason: str
+    settings: ConnectionSettings, store: StateStore, run_id: str, *, actor: str, reason: str
 ) -> str:
     """Connect and repair one run (the watchdog's job); raises while the server is away."""
-    with StateStore.open(state_path) as store:
-        record = journal.load(store, run_id)
-        if record is None or not record.is_open:
-            return "nothing to repair (the run was finished)"
-        conn = connect(settings)
-        try:
-            return repair_record(conn, store, record, actor=actor, reason=reason).message
-        finally:
-            conn.close()
+    record = journal.load(store, run_id)
+    if record is None or not record.is_open:
+        return "nothing to repair (the run was finished)"
+    conn = connect(settings)
+    try:
+        return repair_record(conn, store, record, actor=actor, reason=reason).message
+    finally:
+        conn.close()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,11 +26,11 @@ from govern.errors import ServerError, UsageError
 from govern.output import info as print_info
 from govern.output import warn as print_warning
 from govern.privileges import read_grants
-from govern.server import ServerInfo, current_account, detect
+from govern.server import ServerInfo, current_account, detect, with_replica_status
 from govern.state import StateStore, default_state_path, utcnow
 from wrappers import blind, deadman, journal, session
 from wrappers.hold import CONNECTION_ERRORS, Holding, Outcome
-from wrappers.job import JobResult, SignalRelay, run_job
+from wrappers.job import JobResult, SignalRelay, find_program, run_job
 from wrappers.journal import RunRecord
 from wrappers.lease import LeaseKeeper
 from wrappers.modes import Choice, Mode, choose
@@ -89,7 +88,7 @@ def check_program(argv: list[str]) -> None:
     if not argv:
         raise UsageError("nothing to run: govern run [OPTIONS] -- COMMAND [ARGS]...")
     program = argv[0]
-    found = shutil.which(program)
+    found = find_program(program)
     if found is None:
         if os.sep in program and os.path.exists(program):
             raise UsageError(f"{program}: permission denied", exit_code=126)
@@ -163,7 +162,7 @@ class _Run:
         try:
             conn = connect(self.settings)
             try:
-                server = detect(conn)
+                server = detect(conn, replica_status=False)
                 grants = read_grants(conn)
                 account = current_account(conn)
             except pymysql.err.MySQLError as exc:
@@ -186,6 +185,8 @@ class _Run:
             return self._ungoverned(exc)
         self.record.mode = choice.mode.value
         if choice.mode in (Mode.GLOBAL, Mode.THRESHOLD):
+            if server.event_scheduler == "ON":  # an event is possible: never on a replica
+                server = with_replica_status(conn, server)
             return self._holding(conn, server, choice, deadman.unavailable_reason(server, grants))
         statement = session.init_command(server) if choice.mode is Mode.SESSION else None
         conn.close()
@@ -236,7 +237,9 @@ class _Run:
             job = self._job(env, on_start=None)
         finally:
             if folder is not None:
-                shutil.rmtree(folder, ignore_errors=True)
+                for leftover in folder.iterdir():
+                    leftover.unlink()
+                folder.rmdir()
         self.record.state = journal.FINISHED
         self.record.outcome = "unchanged"
         return self._end(job, None)

@@ -17,12 +17,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import shutil
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from govern.server import ServerInfo, build_info
+from wrappers.job import find_program
 
 #: The largest long_query_time a server accepts (one year).
 LONG_QUERY_TIME_MAX = 31_536_000
@@ -125,7 +125,7 @@ def client_problem(argv: list[str]) -> str | None:
     program = os.path.basename(argv[0])
     if program not in CLIENTS:
         return f"{program} is not a mysql/mariadb client"
-    found = shutil.which(argv[0])
+    found = find_program(argv[0])
     if found is None or "mariadb" not in os.path.basename(os.path.realpath(found)):
         return f"{argv[0]} is not MariaDB's client (only MariaDB's reads $MYSQL_HOME/my.cnf)"
     for arg in argv[1:]:

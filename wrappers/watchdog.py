@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from govern.connection import ConnectionSettings
+from govern.state import StateStore
 
 DONE = b"done\n"
 HANDOFF = b"handoff\n"
@@ -76,6 +77,11 @@ def _watch(read_fd: int, settings: ConnectionSettings, state_path: Path, run_id:
     code = 0
     try:
         _detach(read_fd, state_path)
+        # Open now, keep until the end: the journal is what the watchdog repairs from, and
+        # while it is open the wrapper's close is not the last one, so SQLite's checkpoint
+        # on close (two fsyncs) is not on the job's critical path. The watchdog leaves with
+        # os._exit, without closing: the WAL stays for the next opener, as after any crash.
+        store = StateStore.open(state_path)
         message = b""
         while True:
             chunk = os.read(read_fd, 64)
@@ -84,7 +90,7 @@ def _watch(read_fd: int, settings: ConnectionSettings, state_path: Path, run_id:
             message += chunk
         if message != DONE:
             why = "handed over by the wrapper" if message == HANDOFF else "the wrapper died"
-            code = 0 if _recover(settings, state_path, run_id, why) else 1
+            code = 0 if _recover(settings, store, run_id, why) else 1
     except BaseException as exc:  # a watchdog must never traceback onto a terminal
         _log(f"watchdog for run {run_id} failed: {exc!r}")
         code = 1
@@ -121,7 +127,7 @@ def _log(message: str) -> None:
         print(f"{stamp} [{os.getpid()}] {message}", file=sys.stderr, flush=True)
 
 
-def _recover(settings: ConnectionSettings, state_path: Path, run_id: str, why: str) -> bool:
+def _recover(settings: ConnectionSettings, store: StateStore, run_id: str, why: str) -> bool:
     """Repair the run, retrying with backoff for up to GIVE_UP_S while the server is away."""
     from wrappers.recovery import repair_run
 
@@ -129,7 +135,7 @@ def _recover(settings: ConnectionSettings, state_path: Path, run_id: str, why: s
     delay = 0.5
     while True:
         try:
-            outcome = repair_run(settings, state_path, run_id, actor="watchdog", reason=why)
+            outcome = repair_run(settings, store, run_id, actor="watchdog", reason=why)
             _log(f"run {run_id}: {why}; {outcome}")
             return True
         except Exception as exc:
