@@ -10,7 +10,8 @@ the network. The body is a compare-and-swap that also checks the claims
 
 Measured on MariaDB 10.11: when an ``ON COMPLETION NOT PRESERVE`` event fires, the
 server drops it *and writes ``DROP EVENT`` to the binary log* even though it was created
-with ``sql_log_bin = 0``; a replica that never had the event stops on that statement.
+with ``sql_log_bin = 0``; a replica that never had the event stops on that statement
+(error 1539, even with ``slave_ddl_exec_mode=IDEMPOTENT``).
 So govern's events are ``ON COMPLETION PRESERVE``: a fired event stays, disabled, until
 govern drops it (with ``sql_log_bin = 0``) at the run's end, in ``govern recover`` or at
 the next run (:func:`sweep`). The expiry keeps an event that fires hours late (the

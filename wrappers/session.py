@@ -8,8 +8,9 @@ is nothing to restore if anything dies. Two ways in:
   around their DB-API connection; pools: ``init_command=os.environ["GOVERN_INIT_COMMAND"]``.
 * ``mysql``/``mariadb`` client jobs: ``govern run`` writes an option file with an
   ``init-command`` in the ``[mysql]`` group and points ``MYSQL_HOME`` (or
-  ``MARIADB_HOME``) at it; MariaDB's clients read ``$MYSQL_HOME/my.cnf`` (measured:
-  MySQL's read it for the server only, so they need ``--defaults-extra-file``).
+  ``MARIADB_HOME``) at it. MariaDB's 10.11 client reads ``$MYSQL_HOME/my.cnf``
+  (measured, tests/test_run_session.py); MySQL documents that file as read by the
+  server only, so its client needs ``--defaults-extra-file=$GOVERN_DEFAULTS_FILE``.
 """
 
 from __future__ import annotations
