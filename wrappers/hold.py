@@ -224,7 +224,8 @@ class Holding:
         restarted = abs(server_started(conn) - (record.server_started or 0)) > 2
         with server_mutex(conn):
             saved = journal.load(self.store, record.id)
-            if saved is not None and not saved.is_open:
+            if saved is not None and not saved.is_open:  # repaired meanwhile: keep its story
+                record.warnings[:0] = [w for w in saved.warnings if w not in record.warnings]
                 self._let_go(f"{saved.outcome or 'recovered'} while govern was disconnected")
                 return
             others = claims.probe(conn, variable)

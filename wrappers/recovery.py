@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from govern.connection import Connection, ConnectionSettings, connect
+import pymysql
+
+from govern.connection import Connection, ConnectionSettings, connect, error_text
 from govern.server import ServerInfo
 from govern.state import StateStore, utcnow
 from wrappers import blind, deadman, hold, journal, variables
@@ -55,7 +57,10 @@ def recover_server(
         reason = record.stale_reason()
         if reason is None:
             continue
-        outcome = repair_record(conn, store, record, actor=actor, reason=reason)
+        try:
+            outcome = repair_record(conn, store, record, actor=actor, reason=reason)
+        except pymysql.err.MySQLError as exc:  # the entry stays stale, for the next try
+            outcome = Outcome("failed", f"could not repair: {error_text(exc)}", warning=True)
         repairs.append(Repair(record, reason, outcome))
     return repairs
 

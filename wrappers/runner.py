@@ -263,18 +263,17 @@ class _Run:
         holding = Holding(
             self.settings, conn, self.store, record, variable, lease=options.lease, event=event
         )
-        try:
-            if self.relay.received is not None:
-                raise _Interrupted(self.relay.received)
-            before = holding.join(want)
-        except BaseException as exc:
+        if self.relay.received is not None:  # a signal during the set-up: do not start
             watchdog.done()
             conn.close()
-            if isinstance(exc, _Interrupted):
-                return self._interrupted(exc.signum)
-            if isinstance(exc, ServerError):
-                return self._ungoverned(exc)
-            raise
+            record.state, record.outcome = journal.FINISHED, "unchanged"
+            return self._end(JobResult(128 + self.relay.received, "signal before start"), None)
+        try:
+            before = holding.join(want)
+        except ServerError as exc:  # refused, and the join undone: nothing to watch
+            watchdog.done()
+            conn.close()
+            return self._ungoverned(exc)
         if holding.event:
             try:
                 deadman.sweep(holding.conn)
@@ -340,28 +339,19 @@ class _Run:
 
     def _let_go(self, holding: Holding, server: ServerInfo) -> Outcome:
         """Finish the hold, reconnecting once if the connection died since the last renewal."""
-        record = self.record
-        for attempt in (1, 2):
-            try:
-                if (
-                    holding.variable.is_switch
-                    and not server.session_slow_log_switch
-                    and record.window_first_id
-                ):
-                    # MySQL judges a statement by the global switch when it ends (MariaDB by
-                    # the session's copy): let the job's last statements end under govern's value.
-                    blind.wait_until_idle(
-                        holding.conn,
-                        record.window_first_id,
-                        holding.connection_ids,
-                        self.options.grace,
-                    )
-                return holding.finish()
-            except CONNECTION_ERRORS:
-                if attempt == 2:
-                    raise
-                holding.reconnect()
-        raise AssertionError("unreachable")
+        try:
+            return self._restore(holding, server)
+        except CONNECTION_ERRORS:
+            holding.reconnect()
+            return self._restore(holding, server)
+
+    def _restore(self, holding: Holding, server: ServerInfo) -> Outcome:
+        first = self.record.window_first_id
+        if holding.variable.is_switch and not server.session_slow_log_switch and first:
+            # MySQL judges a statement by the global switch when it ends (MariaDB by the
+            # session's copy): let the job's last statements end under govern's value.
+            blind.wait_until_idle(holding.conn, first, holding.connection_ids, self.options.grace)
+        return holding.finish()
 
     def _warn_blind(self, name: str, value: str) -> None:
         connections = self.record.blind
@@ -375,11 +365,6 @@ class _Run:
             f"until they reconnect (sessions copy it when they connect): {shown}{more}. "
             f"Reconnect them, or: {kills}"
         )
-
-    def _interrupted(self, signum: int) -> RunResult:
-        self.record.state = journal.FINISHED
-        self.record.outcome = "unchanged"
-        return self._end(JobResult(128 + signum, ended_by="signal before start"), None)
 
     # --- helpers ----------------------------------------------------------------------
     def _env(self, mode: Mode) -> dict[str, str]:
@@ -412,9 +397,3 @@ class _Run:
         ended = f" ({job.ended_by})" if job.ended_by else ""
         self.report.say(f"run {record.name}: the job exited {job.exit_code}{ended}")
         return RunResult(job.exit_code, record, outcome, self.repairs)
-
-
-class _Interrupted(Exception):
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum

@@ -123,7 +123,7 @@ def recover_document(
                 "message": r.outcome.message,
             }
             for r in repairs
-            if r.outcome.code != "still_held"
+            if r.outcome.code not in ("still_held", "failed")
         ],
         "remaining": runs_json(store, remaining),
         "events_dropped": events_dropped,
