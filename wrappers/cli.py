@@ -287,6 +287,12 @@ def _parse(stamp: str) -> Any:
     return datetime.fromisoformat(stamp)
 
 
+def _shown(variable: str, value: float) -> str:
+    if variable == "long_query_time":
+        return f"{value:g}s"
+    return "ON" if value else "OFF"
+
+
 def _print_status(document: dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -308,8 +314,8 @@ def _print_status(document: dict[str, Any]) -> None:
         for h in document["holders"]:
             table.add_row(
                 h["variable"],
-                str(h["set_value"]),
-                str(h["original_value"]),
+                _shown(h["variable"], h["set_value"]),
+                _shown(h["variable"], h["original_value"]),
                 str(h["connection_id"]),
                 str(h["client"] or ""),
                 h["name"] or "",

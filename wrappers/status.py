@@ -222,6 +222,9 @@ def status_document(
         )
     runs = journal.open_runs(store, server.identity)
     blind_connections = _blind(conn, server, started, store)
+    events = _events(conn)
+    if any(e["status"] == "DISABLED" for e in events):
+        notes.append("fired govern events are kept until dropped: `govern recover` drops them")
     return {
         "schema": STATUS_SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -239,6 +242,6 @@ def status_document(
         "runs": runs_json(store, runs),
         "stale": [r.id for r in runs if r.stale_reason()],
         "blind_connections": blind_connections,
-        "events": _events(conn),
+        "events": events,
         "notes": notes,
     }
