@@ -18,6 +18,7 @@ from govern.errors import EXIT_SERVER, GovernError
 #: command name -> "module:attribute" of its Click command.
 COMMANDS: dict[str, str] = {
     "doctor": "govern.commands.doctor:doctor",
+    "schedule": "schedulers.cli:schedule",
 }
 
 
