@@ -88,24 +88,30 @@ def govern_run_argv(job: JobSpec, defaults_file: Path) -> list[str]:
     return [*argv, "--defaults-file", str(defaults_file), "--"]
 
 
-def sql_argv(client: str, worker: ServerHandle, timeout: float | None) -> list[str]:
-    """The mysql client reading the job's SQL on stdin, with govern's session guards."""
+def sql_argv(client: str, worker: ServerHandle, statement_limit: float | None) -> list[str]:
+    """The mysql client reading the job's SQL on stdin, with govern's session guards.
+
+    ``statement_limit`` backs up the job's timeout on the server (timeout plus the
+    kill grace: govern's own TERM comes first and the outcome says ``timeout``)."""
     init = []
     if worker.read_only:
         init.append("SET SESSION TRANSACTION READ ONLY")
-    if timeout and worker.statement_time_variable:
-        init.append(f"SET SESSION {worker.statement_time_variable} = {timeout:g}")
+    if statement_limit and worker.statement_time_variable:
+        init.append(f"SET SESSION {worker.statement_time_variable} = {statement_limit:g}")
     argv = [client, f"--defaults-file={worker.defaults_file}", "--batch"]
     if init:
         argv.append(f"--init-command={'; '.join(init)}")
     return argv
 
 
-def job_argv(job: JobSpec, worker: ServerHandle, client: str | None) -> list[str]:
+def job_argv(
+    job: JobSpec, worker: ServerHandle, client: str | None, kill_grace: float = 0.0
+) -> list[str]:
     if job.sql is not None:
         if client is None:
             raise FileNotFoundError("no mysql or mariadb client on PATH for sql jobs")
-        argv = sql_argv(client, worker, job.timeout)
+        limit = job.timeout + max(kill_grace, 1.0) if job.timeout else None
+        argv = sql_argv(client, worker, limit)
     else:
         argv = list(job.command or ())
     if job.wrap:

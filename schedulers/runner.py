@@ -201,7 +201,7 @@ class NightRunner:
         )
         with os.fdopen(fd, "wb") as log:
             try:
-                argv = job_argv(job, worker.handle, self.client)
+                argv = job_argv(job, worker.handle, self.client, self.catalog.kill_grace)
                 env = job_environment(os.environ, attempt, worker.handle, self.pool.primary)
                 process = Process(argv, env, self.catalog.directory, job.sql, log)
             except OSError as exc:

@@ -1,0 +1,144 @@
+"""`govern schedule run` killed for real: SIGTERM ends the night cleanly; SIGKILL leaves no job
+running, no lock held, and the next run marks the night interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from schedule_helpers import last_night, worker_table, write_catalog
+
+from harness import MariaDB
+
+pytestmark = pytest.mark.server
+
+HEAD = 'name = "crashy"\nkill_grace = "1s"\n'
+JOBS = """
+[jobs.long]
+command = "echo $$ > long.pid; exec sleep 60"
+[jobs.waits]
+command = "true"
+depends_on = ["long"]
+"""
+
+
+def _wait_for(path: Path, timeout: float = 10) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never appeared")
+
+
+def _gone(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _start(path: Path, state_path: Path, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "govern",
+            "schedule",
+            "run",
+            str(path),
+            "--state",
+            str(state_path),
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+    )
+
+
+def test_sigterm_stops_the_night_and_its_jobs(
+    server: MariaDB, tmp_path: Path, state_path: Path
+) -> None:
+    path = write_catalog(
+        tmp_path, HEAD + worker_table("main", server.defaults_file("govern_admin")) + JOBS
+    )
+    proc = _start(path, state_path, tmp_path)
+    job_pid = int(_wait_for(tmp_path / "long.pid"))
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=15)
+    assert proc.returncode == 1, err
+    night = json.loads(out)
+    jobs = {j["name"]: j for j in night["jobs"]}
+    assert night["status"] == "interrupted"
+    assert jobs["long"]["outcome"] == "interrupted"
+    assert jobs["waits"]["outcome"] == "skipped"
+    assert _gone(job_pid, 2)
+
+
+def test_sigkill_leaves_no_job_and_no_lock_behind(
+    server: MariaDB, tmp_path: Path, state_path: Path
+) -> None:
+    path = write_catalog(
+        tmp_path, HEAD + worker_table("main", server.defaults_file("govern_admin")) + JOBS
+    )
+    proc = _start(path, state_path, tmp_path)
+    job_pid = int(_wait_for(tmp_path / "long.pid"))
+    proc.kill()
+    proc.wait(timeout=10)
+    assert _gone(job_pid, 3)  # the parent-death signal reached the job
+    assert last_night(state_path)["status"] == "running"  # nobody could say otherwise yet
+    # the lock went with the connection: the next night starts, and reaps the dead one
+    (tmp_path / "long.pid").unlink()
+    quick = write_catalog(
+        tmp_path,
+        'name = "crashy"\n'
+        + worker_table("main", server.defaults_file("govern_admin"))
+        + '[jobs.a]\ncommand = "true"\n',
+        "quick.toml",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "govern", "schedule", "run", str(quick), "--state", str(state_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "was left running: marked interrupted" in done.stderr
+    history = json.loads(
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "govern",
+                "schedule",
+                "history",
+                "crashy",
+                "--state",
+                str(state_path),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    statuses = [n["status"] for n in history["nights"]]
+    assert statuses == ["ok", "interrupted"]
+    dead = history["nights"][1]
+    assert {j["name"]: j["outcome"] for j in dead["jobs"]} == {
+        "long": "interrupted",
+        "waits": "interrupted",
+    }
+    assert dead["jobs"][0]["attempts"][0]["outcome"] == "interrupted"
