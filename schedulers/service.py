@@ -244,10 +244,16 @@ class NightService:
         self.store.close()
 
     # --- APScheduler's callbacks -------------------------------------------------------------
-    def _night(self, scheduled_for: datetime) -> None:
-        """One fire of the trigger: a whole night, recorded whatever happens."""
+    def _night(self, scheduled_for: datetime | None = None) -> None:
+        """One fire of the trigger: a whole night, recorded whatever happens.
+
+        ``scheduled_for`` always comes from _StampingExecutor; APScheduler checks the
+        signature against the job's arguments, which do not include it, hence the default."""
         from schedulers.night import run_night
         from schedulers.workers import LockHeld
+
+        if scheduled_for is None:
+            scheduled_for = datetime.now().astimezone()
 
         with StateStore.open(self.state_path) as store:  # this thread's own connection
             history = History(store)
