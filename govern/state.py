@@ -68,6 +68,7 @@ MIGRATIONS: list[Migration] = [
             night_id         INTEGER NOT NULL REFERENCES schedule_nights (id) ON DELETE CASCADE,
             job              TEXT NOT NULL,
             position         INTEGER NOT NULL,
+            key              TEXT NOT NULL,
             weight           REAL NOT NULL,
             rows             INTEGER,
             estimate_s       REAL,

@@ -12,7 +12,7 @@ import dataclasses
 import difflib
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ _KEYS: dict[str, tuple[str, ...]] = {
         "primary",
         "workers",
         "jobs",
+        "each",
     ),
     "defaults": _JOB_SETTINGS,
     "sizing": ("query", "server"),
@@ -61,7 +62,10 @@ _KEYS: dict[str, tuple[str, ...]] = {
         "workers",
         *_JOB_SETTINGS,
     ),
+    "each": ("sql", "command", "depends_on", "workers", *_JOB_SETTINGS),
 }
+#: What a template's command or sql path says where the key goes.
+KEY_PLACEHOLDER = "{key}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +102,22 @@ class JobSpec:
     wrap: bool
     wrap_mode: str
     line: int
+    #: the [each.NAME] template this job was made from, None for a [jobs.NAME] table
+    template: str | None = None
+
+    def for_key(self, key: str, order: int) -> JobSpec:
+        """The job a template makes for one key: ``NAME.KEY``, with {key} filled in."""
+        command = self.command and tuple(p.replace(KEY_PLACEHOLDER, key) for p in self.command)
+        sql = self.sql and Path(str(self.sql).replace(KEY_PLACEHOLDER, key))
+        return dataclasses.replace(
+            self,
+            name=f"{self.name}.{key}",
+            key=key,
+            order=order,
+            command=command,
+            sql=sql,
+            template=self.name,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +159,7 @@ class Catalog:
     workers: tuple[WorkerSpec, ...]
     primary: Mapping[str, Any] | None
     jobs: tuple[JobSpec, ...]
+    templates: tuple[JobSpec, ...]  # [each.NAME]: one job per unclaimed sizing key
     sizing: SizingSpec
     rows_per_second: float  # the guess before any history exists
     history_window: int  # how many recent successful runs per job the estimates learn from
@@ -158,6 +179,43 @@ class Catalog:
 
     def primary_settings(self) -> ConnectionSettings | None:
         return None if self.primary is None else resolve_settings(**self.primary)
+
+    def expand(self, keys: Sequence[str]) -> tuple[Catalog, list[str]]:
+        """The catalog with each template made into one job per key no [jobs] table claims,
+        and the keys that could not be used (not a safe name, or no such SQL file).
+
+        A dependency on a template's name waits for every job made from it."""
+        if not self.templates:
+            return self, []
+        claimed = {j.key for j in self.jobs}
+        usable = [k for k in dict.fromkeys(keys) if k not in claimed]
+        unsafe = [k for k in usable if not NAME_RE.match(k)]
+        usable = [k for k in usable if NAME_RE.match(k)]
+        made: dict[str, list[JobSpec]] = {}
+        missing: list[str] = []
+        for template in self.templates:
+            made[template.name] = []
+            for key in usable:
+                job = template.for_key(key, 0)
+                if job.sql is not None and not job.sql.is_file():
+                    missing.append(f"{job.name} ({job.sql} does not exist)")
+                    continue
+                made[template.name].append(job)
+
+        def resolve(deps: tuple[str, ...]) -> tuple[str, ...]:
+            out: list[str] = []
+            for dep in deps:
+                out.extend(j.name for j in made[dep]) if dep in made else out.append(dep)
+            return tuple(out)
+
+        jobs: list[JobSpec] = []
+        for job in sorted([*self.jobs, *self.templates], key=lambda j: j.line):
+            for one in made.get(job.name, [job]) if job in self.templates else [job]:
+                jobs.append(
+                    dataclasses.replace(one, order=len(jobs), depends_on=resolve(one.depends_on))
+                )
+        unusable = [f"{k!r} (not a safe job name)" for k in unsafe] + missing
+        return dataclasses.replace(self, jobs=tuple(jobs), templates=()), unusable
 
 
 class _Reader:
@@ -310,7 +368,10 @@ def _build(r: _Reader, data: Mapping[str, Any]) -> Catalog:
     policy = r.choice(data, "policy", "sjf", POLICIES)
     defaults = r.table(data.get("defaults", {}), "defaults", "defaults")
     workers = _workers(r, data.get("workers"))
-    jobs = _jobs(r, data.get("jobs"), defaults, {w.name for w in workers})
+    jobs, templates = _jobs(
+        r, data.get("jobs"), data.get("each"), defaults, {w.name for w in workers}
+    )
+    jobs = tuple(dataclasses.replace(j, order=i) for i, j in enumerate(jobs))
     sizing_data = r.table(data.get("sizing", {}), "sizing", "sizing")
     sizing = SizingSpec(
         query=r.string(sizing_data, "query", "sizing"),
@@ -336,6 +397,7 @@ def _build(r: _Reader, data: Mapping[str, Any]) -> Catalog:
         workers=workers,
         primary=primary,
         jobs=jobs,
+        templates=templates,
         sizing=sizing,
         rows_per_second=r.number(estimate, "rows_per_second", 100_000, "estimate", minimum=1e-9),
         history_window=r.integer(estimate, "history", 20, "estimate", minimum=1),
@@ -396,73 +458,98 @@ def _workers(r: _Reader, data: Any) -> tuple[WorkerSpec, ...]:
 
 
 def _jobs(
-    r: _Reader, data: Any, defaults: Mapping[str, Any], worker_names: set[str]
-) -> tuple[JobSpec, ...]:
-    if not data:
-        raise r.fail("the catalog needs at least one [jobs.NAME] table", "jobs")
+    r: _Reader, data: Any, each: Any, defaults: Mapping[str, Any], worker_names: set[str]
+) -> tuple[tuple[JobSpec, ...], tuple[JobSpec, ...]]:
+    """[jobs.NAME] tables and [each.NAME] templates, checked together (names, dependencies)."""
+    if not data and not each:
+        raise r.fail("the catalog needs at least one [jobs.NAME] or [each.NAME] table", "jobs")
+    jobs = [
+        _job(r, "jobs", name, spec, defaults, worker_names)
+        for name, spec in _tables(r, data, "jobs").items()
+    ]
+    templates = [
+        _job(r, "each", name, spec, defaults, worker_names)
+        for name, spec in _tables(r, each, "each").items()
+    ]
+    for template in templates:
+        if any(j.name == template.name for j in jobs):
+            raise r.fail(f"{template.name} is both a job and a template", "each", template.name)
+    _check_dependencies(r, [*jobs, *templates])
+    return tuple(jobs), tuple(templates)
+
+
+def _tables(r: _Reader, data: Any, section: str) -> Mapping[str, Any]:
+    if data is None:
+        return {}
     if not isinstance(data, Mapping):
-        raise r.fail("[jobs] must be a table of [jobs.NAME] tables", "jobs")
+        raise r.fail(f"[{section}] must be a table of [{section}.NAME] tables", section)
+    return data
+
+
+def _job(
+    r: _Reader,
+    section: str,
+    name: str,
+    spec: Any,
+    defaults: Mapping[str, Any],
+    worker_names: set[str],
+) -> JobSpec:
     from schedulers.launch import wrap_available
 
-    jobs: list[JobSpec] = []
-    for order, (name, spec) in enumerate(data.items()):
-        where = ("jobs", name)
-        if not NAME_RE.match(name):
-            raise r.fail(f"job name {name!r}: letters, digits, _ . : - only", *where)
-        spec = r.table(spec, "job", *where)
-        merged = {**defaults, **spec}
-        sql, command = _what_to_run(r, spec, *where)
-        sources = [k for k in ("key", "rows", "rows_from_table") if k in spec]
-        if len(sources) > 1:
-            raise r.fail(f"size a job one way: {' or '.join(sources)}", *where, sources[1])
-        rows = r.integer(spec, "rows", 0, *where) if "rows" in spec else None
-        table = r.string(spec, "rows_from_table", *where)
-        if table is not None and not re.fullmatch(r"[^.\s]+\.[^.\s]+", table):
-            raise r.fail(f"rows_from_table must be schema.table, got {table!r}", *where)
-        allowed = r.names(spec, "workers", *where)
-        for worker in allowed or ():
-            if worker not in worker_names:
-                raise r.fail(f"job {name}: unknown worker {worker!r}", *where, "workers")
-        wrap = r.boolean(merged, "wrap", False, *where)
-        if wrap and not wrap_available():
-            raise r.fail(
-                f"job {name}: wrap = true needs `govern run`, which this govern does not have",
-                *where,
-                "wrap",
-            )
-        jobs.append(
-            JobSpec(
-                name=name,
-                order=order,
-                sql=sql,
-                command=command,
-                key=r.string(spec, "key", *where) or name,
-                rows=rows,
-                rows_from_table=table,
-                depends_on=r.names(spec, "depends_on", *where) or (),
-                workers=allowed,
-                weight=r.number(merged, "weight", 1.0, *where, minimum=1e-9),
-                timeout=r.duration(merged, "timeout", None, *where),
-                retries=r.integer(merged, "retries", 0, *where),
-                retry_delay=r.duration(merged, "retry_delay", 30.0, *where) or 0.0,
-                wrap=wrap,
-                wrap_mode=r.choice(merged, "wrap_mode", "auto", WRAP_MODES, *where),
-                line=r.line(*where),
-            )
+    where = (section, name)
+    if not NAME_RE.match(name):
+        raise r.fail(f"job name {name!r}: letters, digits, _ . : - only", *where)
+    spec = r.table(spec, "job" if section == "jobs" else "each", *where)
+    merged = {**defaults, **spec}
+    sql, command = _what_to_run(r, spec, *where, template=section == "each")
+    sources = [k for k in ("key", "rows", "rows_from_table") if k in spec]
+    if len(sources) > 1:
+        raise r.fail(f"size a job one way: {' or '.join(sources)}", *where, sources[1])
+    rows = r.integer(spec, "rows", 0, *where) if "rows" in spec else None
+    table = r.string(spec, "rows_from_table", *where)
+    if table is not None and not re.fullmatch(r"[^.\s]+\.[^.\s]+", table):
+        raise r.fail(f"rows_from_table must be schema.table, got {table!r}", *where)
+    allowed = r.names(spec, "workers", *where)
+    for worker in allowed or ():
+        if worker not in worker_names:
+            raise r.fail(f"job {name}: unknown worker {worker!r}", *where, "workers")
+    wrap = r.boolean(merged, "wrap", False, *where)
+    if wrap and not wrap_available():
+        raise r.fail(
+            f"job {name}: wrap = true needs `govern run`, which this govern does not have",
+            *where,
+            "wrap",
         )
-    _check_dependencies(r, jobs)
-    return tuple(jobs)
+    return JobSpec(
+        name=name,
+        order=0,  # set by _build: catalog order, the FIFO order
+        sql=sql,
+        command=command,
+        key=r.string(spec, "key", *where) or name,
+        rows=rows,
+        rows_from_table=table,
+        depends_on=r.names(spec, "depends_on", *where) or (),
+        workers=allowed,
+        weight=r.number(merged, "weight", 1.0, *where, minimum=1e-9),
+        timeout=r.duration(merged, "timeout", None, *where),
+        retries=r.integer(merged, "retries", 0, *where),
+        retry_delay=r.duration(merged, "retry_delay", 30.0, *where) or 0.0,
+        wrap=wrap,
+        wrap_mode=r.choice(merged, "wrap_mode", "auto", WRAP_MODES, *where),
+        line=r.line(*where),
+        template=name if section == "each" else None,
+    )
 
 
 def _what_to_run(
-    r: _Reader, spec: Mapping[str, Any], *where: str
+    r: _Reader, spec: Mapping[str, Any], *where: str, template: bool
 ) -> tuple[Path | None, tuple[str, ...] | None]:
     if ("sql" in spec) == ("command" in spec):
         raise r.fail("a job needs exactly one of sql = FILE or command = ...", *where)
     if "sql" in spec:
         value = r.string(spec, "sql", *where) or ""
         file = (r.path.parent / value).resolve()
-        if not file.is_file():
+        if not (template and KEY_PLACEHOLDER in value) and not file.is_file():
             raise r.fail(f"sql file {value}: no such file", *where, "sql")
         return file, None
     command = spec["command"]
@@ -480,22 +567,21 @@ def _what_to_run(
 def _check_dependencies(r: _Reader, jobs: list[JobSpec]) -> None:
     """Unknown names first, then cycles: both are reported with the job's line."""
     names = {j.name for j in jobs}
+    section = {j.name: "each" if j.template else "jobs" for j in jobs}
     for job in jobs:
+        where = (section[job.name], job.name, "depends_on")
         for dep in job.depends_on:
             if dep not in names:
                 close = difflib.get_close_matches(dep, sorted(names), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise r.fail(
-                    f"job {job.name}: unknown dependency {dep!r}{hint}",
-                    "jobs",
-                    job.name,
-                    "depends_on",
-                )
+                raise r.fail(f"job {job.name}: unknown dependency {dep!r}{hint}", *where)
             if dep == job.name:
-                raise r.fail(f"job {job.name} depends on itself", "jobs", job.name, "depends_on")
+                raise r.fail(f"job {job.name} depends on itself", *where)
     cycle = find_cycle({j.name: j.depends_on for j in jobs})
     if cycle:
-        raise r.fail(f"dependency cycle: {' -> '.join(cycle)}", "jobs", cycle[0], "depends_on")
+        raise r.fail(
+            f"dependency cycle: {' -> '.join(cycle)}", section[cycle[0]], cycle[0], "depends_on"
+        )
 
 
 def find_cycle(graph: Mapping[str, tuple[str, ...]]) -> list[str] | None:

@@ -33,7 +33,8 @@ def recorded_inputs(
     left_out = [j["name"] for j in night["jobs"] if j["actual_s"] is None]
     if left_out:
         notes.append(f"{len(left_out)} jobs of night {night['id']} never ran and are left out")
-    catalog_jobs = {j.name: j for j in catalog.jobs}
+    expanded, _ = catalog.expand([j["key"] for j in night["jobs"]])  # template jobs too
+    catalog_jobs = {j.name: j for j in expanded.jobs}
     gone = [name for name in ran if name not in catalog_jobs]
     if gone:
         notes.append(

@@ -47,6 +47,7 @@ class PlannedJob:
 
     name: str
     position: int
+    key: str
     weight: float
     rows: int | None
     estimate_s: float | None
@@ -103,14 +104,15 @@ class History:
             )
             night = int(cursor.lastrowid or 0)
             db.executemany(
-                "INSERT INTO schedule_jobs (night_id, job, position, weight, rows, estimate_s,"
+                "INSERT INTO schedule_jobs (night_id, job, position, key, weight, rows, estimate_s,"
                 " estimate_method, planned_lane, planned_start_s, planned_finish_s, outcome)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
                 [
                     (
                         night,
                         j.name,
                         j.position,
+                        j.key,
                         j.weight,
                         j.rows,
                         j.estimate_s,
@@ -348,6 +350,7 @@ class History:
             {
                 "name": j["job"],
                 "position": j["position"],
+                "key": j["key"],
                 "weight": j["weight"],
                 "rows": j["rows"],
                 "estimate_s": _r(j["estimate_s"]),

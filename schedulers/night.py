@@ -73,7 +73,7 @@ def run_night(
         )
         try:
             with progress(
-                f"{catalog.name} night {night}", total=len(catalog.jobs), force=show_progress
+                f"{catalog.name} night {night}", total=len(plan.catalog.jobs), force=show_progress
             ) as bar:
                 result = runner.run(bar)
         except BaseException as exc:

@@ -49,6 +49,7 @@ class Plan:
                 PlannedJob(
                     name=job.name,
                     position=job.order,
+                    key=job.key,
                     weight=job.weight,
                     rows=self.sizes.rows.get(job.name),
                     estimate_s=estimate.seconds,
@@ -133,7 +134,7 @@ def make_plan(
     except ServerError as exc:
         conn = None
         warnings.append(f"sizing server {server}: {exc.message}")
-    sizes = measure_sizes(catalog, conn, server)
+    catalog, sizes = measure_sizes(catalog, conn, server)
     warnings.extend(sizes.warnings)
     estimator = Estimator(
         history.samples(catalog.name, catalog.history_window), catalog.rows_per_second

@@ -29,6 +29,7 @@ class Sizes:
     source: str  # where the counts came from
     unsized: list[str] = dataclasses.field(default_factory=list)
     unclaimed_keys: list[str] = dataclasses.field(default_factory=list)
+    unusable_keys: list[str] = dataclasses.field(default_factory=list)  # for templates
     bad_rows: int = 0
     warnings: list[str] = dataclasses.field(default_factory=list)
 
@@ -37,6 +38,7 @@ class Sizes:
             "source": self.source,
             "unsized": self.unsized,
             "unclaimed_keys": self.unclaimed_keys,
+            "unusable_keys": self.unusable_keys,
             "bad_rows": self.bad_rows,
         }
 
@@ -94,8 +96,9 @@ def table_rows(conn: Connection, table: str) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
-def measure_sizes(catalog: Catalog, conn: Connection | None, server: str) -> Sizes:
-    """Every job's size tonight; ``conn`` is None when the sizing server is out of reach."""
+def measure_sizes(catalog: Catalog, conn: Connection | None, server: str) -> tuple[Catalog, Sizes]:
+    """Every job's size tonight, and the catalog with its templates made into one job per
+    key; ``conn`` is None when the sizing server is out of reach."""
     rows: dict[str, int | None] = {}
     sizes = Sizes(rows, source="catalog")
     counts: Mapping[str, int] = {}
@@ -111,6 +114,17 @@ def measure_sizes(catalog: Catalog, conn: Connection | None, server: str) -> Siz
                 f"{sizes.bad_rows} rows of the sizing query were not (key, non-negative number)"
                 " and were skipped"
             )
+    if catalog.templates:
+        if not counts:
+            sizes.warnings.append(
+                "no keys tonight for the templates "
+                + ", ".join(f"[each.{t.name}]" for t in catalog.templates)
+            )
+        catalog, sizes.unusable_keys = catalog.expand(list(counts))
+        if sizes.unusable_keys:
+            sizes.warnings.append(
+                f"{len(sizes.unusable_keys)} keys made no job: {names_preview(sizes.unusable_keys)}"
+            )
     for job in catalog.jobs:
         if job.rows is not None:
             rows[job.name] = job.rows
@@ -123,7 +137,7 @@ def measure_sizes(catalog: Catalog, conn: Connection | None, server: str) -> Siz
     sizes.unsized = [name for name, n in rows.items() if n is None]
     claimed = {j.key for j in catalog.jobs}
     sizes.unclaimed_keys = sorted(k for k in counts if k not in claimed)
-    if sizes.unsized and (catalog.sizing.query is not None or needs_server) and conn is not None:
+    if sizes.unsized and needs_server and conn is not None:
         sizes.warnings.append(
             f"{len(sizes.unsized)} jobs have no row count: {names_preview(sizes.unsized)}"
         )
@@ -132,4 +146,4 @@ def measure_sizes(catalog: Catalog, conn: Connection | None, server: str) -> Siz
             f"{len(sizes.unclaimed_keys)} keys of the sizing query match no job: "
             f"{names_preview(sizes.unclaimed_keys)}"
         )
-    return sizes
+    return catalog, sizes

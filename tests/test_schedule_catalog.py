@@ -175,7 +175,7 @@ def test_no_workers_or_jobs(tmp_path: Path) -> None:
         "CATALOG:1: the catalog needs at least one [workers.NAME] table"
     )
     assert _error(tmp_path, "[workers.a]\n") == (
-        "CATALOG:1: the catalog needs at least one [jobs.NAME] table"
+        "CATALOG:1: the catalog needs at least one [jobs.NAME] or [each.NAME] table"
     )
 
 
@@ -231,3 +231,68 @@ def test_cli_bad_catalog_is_one_line_exit_2(tmp_path: Path) -> None:
     assert proc.stderr.strip().splitlines() == [
         f"govern: error: {path}:41: unknown key 'retires' in [jobs.totals] (did you mean 'retries'?)"
     ]
+
+
+TEMPLATED = """
+    [sizing]
+    query = "SELECT type, n FROM counts"
+
+    [workers.r1]
+    host = "db-r1"
+
+    [jobs.prepare]
+    command = "true"
+
+    [jobs.purchase]
+    sql = "purchase.sql"
+
+    [each.summary]
+    command = ["./job.sh", "{key}"]
+    depends_on = ["prepare"]
+    timeout = "10m"
+
+    [jobs.report]
+    command = "true"
+    depends_on = ["summary", "purchase"]
+"""
+
+
+def test_templates_make_one_job_per_unclaimed_key(tmp_path: Path) -> None:
+    (tmp_path / "purchase.sql").write_text("SELECT 1;\n")
+    catalog = load_catalog(write_catalog(tmp_path, TEMPLATED))
+    assert [j.name for j in catalog.jobs] == ["prepare", "purchase", "report"]
+    expanded, unusable = catalog.expand(["click", "purchase", "page_view", "bad key", "click"])
+    names = [j.name for j in expanded.jobs]
+    assert names == ["prepare", "purchase", "summary.click", "summary.page_view", "report"]
+    assert [j.order for j in expanded.jobs] == [0, 1, 2, 3, 4]
+    click = expanded.job("summary.click")
+    assert click.command == ("./job.sh", "click") and click.key == "click"
+    assert click.template == "summary" and click.timeout == 600 and click.depends_on == ("prepare",)
+    assert expanded.job("report").depends_on == ("summary.click", "summary.page_view", "purchase")
+    assert unusable == ["'bad key' (not a safe job name)"]
+    assert expanded.templates == ()
+
+
+def test_template_sql_per_key_must_exist(tmp_path: Path) -> None:
+    (tmp_path / "sql").mkdir()
+    (tmp_path / "sql" / "click.sql").write_text("SELECT 1;\n")
+    body = (
+        TEMPLATED.replace('[jobs.purchase]\n    sql = "purchase.sql"\n', "")
+        .replace(', "purchase"', "")
+        .replace('command = ["./job.sh", "{key}"]', 'sql = "sql/{key}.sql"')
+    )
+    catalog = load_catalog(write_catalog(tmp_path, body))
+    expanded, unusable = catalog.expand(["click", "view"])
+    assert [j.name for j in expanded.jobs] == ["prepare", "summary.click", "report"]
+    assert expanded.job("summary.click").sql == tmp_path / "sql" / "click.sql"
+    assert unusable == [f"summary.view ({tmp_path}/sql/view.sql does not exist)"]
+
+
+def test_template_errors(tmp_path: Path) -> None:
+    (tmp_path / "purchase.sql").write_text("SELECT 1;\n")
+    clash = TEMPLATED + "\n    [each.prepare]\n    command = 'true'\n"
+    assert _error(tmp_path, clash) == "CATALOG:22: prepare is both a job and a template"
+    sized = TEMPLATED.replace('timeout = "10m"', 'timeout = "10m"\n    rows = 5')
+    assert _error(tmp_path, sized) == "CATALOG:17: unknown key 'rows' in [each.summary]"
+    loop = TEMPLATED.replace('depends_on = ["prepare"]', 'depends_on = ["report"]')
+    assert _error(tmp_path, loop) == "CATALOG:20: dependency cycle: report -> summary -> report"

@@ -490,3 +490,33 @@ def test_estimates_learn_from_history_and_report_their_error(
         ).stdout
     )
     assert all(j["estimate_method"] == "rate" and j["estimate_samples"] == 2 for j in plan["jobs"])
+
+
+def test_a_template_makes_tonights_jobs_from_the_cache_table(
+    server: MariaDB, connect: Any, counts: str, tmp_path: Path, state_path: Path
+) -> None:
+    fill(connect, counts, {"click": 500, "view": 9000, "buy": 20, "odd key": 1})
+    path = write_catalog(
+        tmp_path,
+        f'[sizing]\nquery = "SELECT type, approx_rows FROM {counts}"\n'
+        + worker_table("main", server.defaults_file("govern_admin"))
+        + """
+[each.summary]
+command = "echo {key} $GOVERN_JOB_KEY $GOVERN_JOB_ROWS >> made.txt"
+
+[jobs.report]
+command = "true"
+depends_on = ["summary"]
+""",
+    )
+    result = night(path, state_path)
+    assert result["status"] == "ok"
+    assert start_order(result) == ["summary.buy", "summary.click", "summary.view", "report"]
+    assert (tmp_path / "made.txt").read_text().splitlines() == [
+        "buy buy 20",
+        "click click 500",
+        "view view 9000",
+    ]
+    assert {j["name"]: j["key"] for j in result["jobs"]}["summary.view"] == "view"
+    warnings = result["summary"]["warnings"]
+    assert "1 keys made no job: 'odd key' (not a safe job name)" in warnings
