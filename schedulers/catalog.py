@@ -104,6 +104,8 @@ class JobSpec:
     line: int
     #: the [each.NAME] template this job was made from, None for a [jobs.NAME] table
     template: str | None = None
+    #: False when ``key`` is just the job's name: a missing count is then no surprise
+    key_given: bool = True
 
     def for_key(self, key: str, order: int) -> JobSpec:
         """The job a template makes for one key: ``NAME.KEY``, with {key} filled in."""
@@ -538,6 +540,7 @@ def _job(
         wrap_mode=r.choice(merged, "wrap_mode", "auto", WRAP_MODES, *where),
         line=r.line(*where),
         template=name if section == "each" else None,
+        key_given="key" in spec,
     )
 
 

@@ -41,6 +41,16 @@ def wrap_available() -> bool:
     return "run" in COMMANDS
 
 
+def govern_run_prefix() -> str | None:
+    """How a job script starts this govern's `govern run` (``$GOVERN_RUN``), if it has one.
+
+    The scheduler's own govern, so a job needs no govern on its PATH (a virtualenv)."""
+    if not wrap_available():
+        return None
+    script = Path(sys.executable).parent / "govern"
+    return f"{script} run" if script.is_file() else f"{sys.executable} -m govern run"
+
+
 def mysql_client() -> str | None:
     return shutil.which("mariadb") or shutil.which("mysql")
 
@@ -137,6 +147,9 @@ def job_environment(
     )
     if attempt.rows is not None:
         env["GOVERN_JOB_ROWS"] = str(attempt.rows)
+    run = govern_run_prefix()
+    if run is not None:
+        env["GOVERN_RUN"] = run
     env.update(worker.environment("GOVERN_WORKER"))
     if primary is not None:
         env.update(primary.environment("GOVERN_PRIMARY"))

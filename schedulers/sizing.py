@@ -137,10 +137,15 @@ def measure_sizes(catalog: Catalog, conn: Connection | None, server: str) -> tup
     sizes.unsized = [name for name, n in rows.items() if n is None]
     claimed = {j.key for j in catalog.jobs}
     sizes.unclaimed_keys = sorted(k for k in counts if k not in claimed)
-    if sizes.unsized and needs_server and conn is not None:
-        sizes.warnings.append(
-            f"{len(sizes.unsized)} jobs have no row count: {names_preview(sizes.unsized)}"
-        )
+    # A job whose key is only its name may well not be in the cache table; one that
+    # names a key or a table and gets no count is worth a warning.
+    expected = [
+        j.name
+        for j in catalog.jobs
+        if rows[j.name] is None and (j.key_given or j.rows_from_table is not None)
+    ]
+    if expected and conn is not None:
+        sizes.warnings.append(f"{len(expected)} jobs have no row count: {names_preview(expected)}")
     if sizes.unclaimed_keys:
         sizes.warnings.append(
             f"{len(sizes.unclaimed_keys)} keys of the sizing query match no job: "

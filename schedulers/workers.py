@@ -193,11 +193,14 @@ class ServerPool:
     def lock(self) -> None:
         """Take the catalog's run lock on every usable worker, or raise LockHeld."""
         name = lock_name(self.catalog.name)
+        ours = {w.conn.thread_id() for w in self.usable() if w.conn is not None}
         for worker in self.usable():
             assert worker.conn is not None
             row = query_one(worker.conn, "SELECT GET_LOCK(%s, 0)", (name,))
             if not row or row[0] != 1:
                 holder = query_one(worker.conn, "SELECT IS_USED_LOCK(%s)", (name,))
+                if holder and holder[0] in ours:
+                    continue  # two workers on one server: we hold it already
                 raise LockHeld(
                     f"another night of {self.catalog.name!r} is running: worker "
                     f"{worker.spec.name} has lock {name} held by connection "
