@@ -6,6 +6,7 @@ import signal
 import tomllib
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +15,9 @@ from govern.errors import EXIT_FINDINGS, UsageError
 from govern.output import print_json
 from govern.state import StateStore
 from schedulers.catalog import POLICIES, load_catalog
+
+if TYPE_CHECKING:
+    from schedulers.history import History
 
 _catalog_argument = click.argument(
     "catalog_path", metavar="CATALOG", type=click.Path(exists=True, dir_okay=False)
@@ -171,7 +175,7 @@ def simulate(
         history = History(store)
         night = None
         if not estimated:
-            night = _find_night(history, catalog.name, night_ref)
+            night = _find_night(history, catalog.name, night_ref, ran_only=True)
         if night is None:
             if night_ref:
                 raise UsageError(f"--night {night_ref}: no such night of {catalog.name!r}")
@@ -206,18 +210,18 @@ def simulate(
         print_simulation(document)
 
 
-def _find_night(history: object, schedule: str, ref: str | None) -> dict[str, object] | None:
-    from schedulers.history import History
-
-    assert isinstance(history, History)
+def _find_night(
+    history: History, schedule: str | None, ref: str | None, *, ran_only: bool
+) -> dict[str, Any] | None:
+    """``--night ID|last`` (of this schedule, when given); None or "last": the newest."""
     if ref in (None, "last"):
-        ids = history.night_ids(schedule, limit=1, ran_only=True)
+        ids = history.night_ids(schedule, limit=1, ran_only=ran_only)
         return history.night(ids[0]) if ids else None
     try:
         night = history.night(int(str(ref)))
     except ValueError:
         raise UsageError(f"--night {ref}: expected a night id or 'last'") from None
-    if night is None or night["schedule"] != schedule:
+    if night is None or (schedule is not None and night["schedule"] != schedule):
         return None
     return night
 
@@ -251,16 +255,7 @@ def history(
         past = History(store)
         past.reap_stale()
         if night_ref is not None:
-            if night_ref == "last":
-                ids = past.night_ids(schedule_name, limit=1)
-                night = past.night(ids[0]) if ids else None
-            else:
-                try:
-                    night = past.night(int(night_ref))
-                except ValueError:
-                    raise UsageError(
-                        f"--night {night_ref}: expected a night id or 'last'"
-                    ) from None
+            night = _find_night(past, schedule_name, night_ref, ran_only=False)
             if night is None:
                 raise UsageError(f"--night {night_ref}: no such night")
             nights = [night]

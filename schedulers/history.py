@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import socket
+import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -57,6 +58,31 @@ class PlannedJob:
     planned_finish_s: float | None
 
 
+@dataclasses.dataclass(frozen=True)
+class NightLabel:
+    """What names a night in the history, whether it ran or not."""
+
+    schedule: str
+    catalog_path: str
+    policy: str
+    trigger: str  # "manual" or "cron"
+    scheduled_for: str | None  # the cron fire time it is for
+
+
+def _insert_night(db: sqlite3.Connection, label: NightLabel, **columns: Any) -> int:
+    fields = {
+        **dataclasses.asdict(label),
+        "started_at": utcnow(),
+        "host": socket.gethostname(),
+        **columns,
+    }
+    cursor = db.execute(
+        f"INSERT INTO schedule_nights ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})",
+        tuple(fields.values()),
+    )
+    return int(cursor.lastrowid or 0)
+
+
 def process_token(pid: int) -> str | None:
     """The process's start time from /proc: a pid plus this tells a reused pid apart."""
     try:
@@ -73,36 +99,19 @@ class History:
 
     # --- writing --------------------------------------------------------------------------
     def start_night(
-        self,
-        *,
-        schedule: str,
-        catalog_path: str,
-        policy: str,
-        trigger: str,
-        scheduled_for: str | None,
-        workers: Sequence[dict[str, Any]],
-        jobs: Sequence[PlannedJob],
+        self, label: NightLabel, workers: Sequence[dict[str, Any]], jobs: Sequence[PlannedJob]
     ) -> int:
+        """A night starts: its row (``running``, owned by this process) and its planned jobs."""
         pid = os.getpid()
         with self._lock, self.store.transaction() as db:
-            cursor = db.execute(
-                "INSERT INTO schedule_nights (schedule, catalog_path, policy, trigger,"
-                " scheduled_for, started_at, status, host, pid, pid_start, workers)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
-                (
-                    schedule,
-                    catalog_path,
-                    policy,
-                    trigger,
-                    scheduled_for,
-                    utcnow(),
-                    socket.gethostname(),
-                    pid,
-                    process_token(pid),
-                    json.dumps(list(workers)),
-                ),
+            night = _insert_night(
+                db,
+                label,
+                status="running",
+                pid=pid,
+                pid_start=process_token(pid),
+                workers=json.dumps(list(workers)),
             )
-            night = int(cursor.lastrowid or 0)
             db.executemany(
                 "INSERT INTO schedule_jobs (night_id, job, position, key, weight, rows, estimate_s,"
                 " estimate_method, planned_lane, planned_start_s, planned_finish_s, outcome)"
@@ -126,38 +135,10 @@ class History:
             )
         return night
 
-    def record_unrun_night(
-        self,
-        *,
-        schedule: str,
-        catalog_path: str,
-        policy: str,
-        trigger: str,
-        scheduled_for: str | None,
-        status: str,
-        note: str,
-    ) -> int:
+    def record_unrun_night(self, label: NightLabel, status: str, note: str) -> int:
         """A night that did not run (missed, coalesced into a later one, skipped, error)."""
-        now = utcnow()
         with self._lock, self.store.transaction() as db:
-            cursor = db.execute(
-                "INSERT INTO schedule_nights (schedule, catalog_path, policy, trigger,"
-                " scheduled_for, started_at, finished_at, status, note, host)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    schedule,
-                    catalog_path,
-                    policy,
-                    trigger,
-                    scheduled_for,
-                    now,
-                    now,
-                    status,
-                    note,
-                    socket.gethostname(),
-                ),
-            )
-            return int(cursor.lastrowid or 0)
+            return _insert_night(db, label, status=status, note=note, finished_at=utcnow())
 
     def attempt_started(
         self,

@@ -15,7 +15,7 @@ from govern.progress import progress
 from govern.state import StateStore
 from schedulers.catalog import Catalog
 from schedulers.estimates import estimate_error
-from schedulers.history import History
+from schedulers.history import History, NightLabel
 from schedulers.metrics import night_metrics
 from schedulers.plan import Plan, make_plan
 from schedulers.runner import NightResult, NightRunner, StopRequest
@@ -52,15 +52,14 @@ def run_night(
         plan = make_plan(catalog, pool, history, policy, base_time=started)
         for message in plan.warnings:
             warn(message)
-        night = history.start_night(
-            schedule=catalog.name,
-            catalog_path=str(catalog.path),
-            policy=plan.policy,
-            trigger=trigger,
-            scheduled_for=scheduled_for.isoformat() if scheduled_for else None,
-            workers=plan.workers,
-            jobs=plan.planned_jobs(),
+        label = NightLabel(
+            catalog.name,
+            str(catalog.path),
+            plan.policy,
+            trigger,
+            scheduled_for.isoformat() if scheduled_for else None,
         )
+        night = history.start_night(label, plan.workers, plan.planned_jobs())
         runner = NightRunner(
             plan,
             pool,

@@ -48,7 +48,7 @@ from govern.errors import ConfigError, GovernError
 from govern.output import info
 from govern.state import StateStore
 from schedulers.catalog import Catalog, ScheduleSpec, load_catalog
-from schedulers.history import History
+from schedulers.history import History, NightLabel
 from schedulers.runner import StopRequest
 
 NIGHT_JOB_ID = "night"
@@ -290,15 +290,14 @@ class NightService:
             )
 
     def _unrun(self, history: History, scheduled_for: datetime, status: str, note: str) -> None:
-        history.record_unrun_night(
-            schedule=self.catalog.name,
-            catalog_path=str(self.catalog.path),
-            policy=self.catalog.policy,
-            trigger="cron",
-            scheduled_for=scheduled_for.isoformat(),
-            status=status,
-            note=note,
+        label = NightLabel(
+            self.catalog.name,
+            str(self.catalog.path),
+            self.catalog.policy,
+            "cron",
+            scheduled_for.isoformat(),
         )
+        history.record_unrun_night(label, status, note)
         self.notify(f"night scheduled for {scheduled_for.isoformat()}: {status}: {note}")
 
     def _remember(self, next_fire: datetime | None) -> None:

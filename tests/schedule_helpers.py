@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +40,40 @@ def start_order(night: dict[str, Any]) -> list[str]:
     """Job names in the order their first attempt started (ties: lane order)."""
     ran = [j for j in night["jobs"] if j["start_s"] is not None]
     return [j["name"] for j in sorted(ran, key=lambda j: (j["start_s"], j["lane"]))]
+
+
+def govern(*args: str, check: bool = False, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it, in a fresh process."""
+    return subprocess.run(
+        [sys.executable, "-m", "govern", *args],
+        capture_output=True,
+        text=True,
+        check=check,
+        **kwargs,
+    )
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def gone(pid: int, within: float) -> bool:
+    """The process ended within ``within`` seconds."""
+    try:
+        wait_until(lambda: not _alive(pid), within)
+    except AssertionError:
+        return False
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -4,29 +4,18 @@ exit codes, simulate on a recorded night, and jobs wrapped with `govern run`."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from schedule_helpers import worker_table, write_catalog
+from schedule_helpers import govern, worker_table, write_catalog
 
 from harness import MariaDB
 from schedulers.catalog import load_catalog
 from schedulers.launch import ServerHandle, job_argv, wrap_available
 
 pytestmark = pytest.mark.server
-
-
-def govern(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "govern", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=cwd,
-    )
 
 
 @pytest.fixture

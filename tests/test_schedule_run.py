@@ -4,7 +4,6 @@ failure and retry, timeouts, read-only SQL on replicas, the run lock, secrets, h
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from schedule_helpers import last_night, start_order, worker_table, write_catalog
+from schedule_helpers import gone, govern, last_night, start_order, worker_table, write_catalog
 
 from govern.state import StateStore
 from harness import MariaDB
@@ -49,16 +48,6 @@ def night(path: Path, state: Path, **kwargs: Any) -> dict[str, Any]:
         return run_night(
             load_catalog(path), store, show_progress=False, notify=lambda m: None, **kwargs
         )
-
-
-def govern(*args: str, check: bool = False, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "govern", *args],
-        capture_output=True,
-        text=True,
-        check=check,
-        **kwargs,
-    )
 
 
 SIZES = {"tiny": 10, "small": 200, "medium": 3000, "large": 40000}
@@ -190,17 +179,6 @@ command = "sleep 0.2"
     assert "no such table" in log.read_text()
 
 
-def _gone(pid: int, within: float) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_timeouts_term_then_kill(
     server: MariaDB, connect: Any, tmp_path: Path, state_path: Path
 ) -> None:
@@ -233,7 +211,7 @@ timeout = "1s"
     assert jobs["slow"]["actual_s"] < 2
     assert 0.9 < jobs["stubborn"]["actual_s"] < 3  # TERM ignored: KILL after kill_grace
     for name in ("slow", "stubborn"):
-        assert _gone(int((tmp_path / f"{name}.pid").read_text()), 2)
+        assert gone(int((tmp_path / f"{name}.pid").read_text()), 2)
     # the statement itself is stopped on the server too (max_statement_time = timeout + grace),
     # not left running after its client was killed
     conn = connect("govern_admin")

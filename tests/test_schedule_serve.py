@@ -16,7 +16,7 @@ from typing import Any
 import apscheduler.executors.base
 import apscheduler.schedulers.base
 import pytest
-from schedule_helpers import worker_table, write_catalog
+from schedule_helpers import wait_until, worker_table, write_catalog
 
 import schedulers.service
 from govern.errors import ConfigError
@@ -69,15 +69,6 @@ DAILY = 'cron = "0 1 * * *"\ntimezone = "UTC"\nmisfire_grace = "1h"\n'
 def nights(state_path: Path) -> list[dict[str, Any]]:
     with StateStore.open(state_path) as store:
         return sorted(History(store).nights(limit=100), key=lambda n: n["id"])
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def done(state_path: Path, count: int) -> Callable[[], bool]:

@@ -4,15 +4,13 @@ running, no lock held, and the next run marks the night interrupted."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from schedule_helpers import last_night, worker_table, write_catalog
+from schedule_helpers import gone, last_night, wait_until, worker_table, write_catalog
 
 from harness import MariaDB
 
@@ -28,24 +26,9 @@ depends_on = ["long"]
 """
 
 
-def _wait_for(path: Path, timeout: float = 10) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip():
-            return path.read_text().strip()
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never appeared")
-
-
-def _gone(pid: int, within: float) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.05)
-    return False
+def _wait_for(path: Path) -> str:
+    wait_until(lambda: path.exists() and bool(path.read_text().strip()))
+    return path.read_text().strip()
 
 
 def _start(path: Path, state_path: Path, cwd: Path) -> subprocess.Popen[str]:
@@ -84,7 +67,7 @@ def test_sigterm_stops_the_night_and_its_jobs(
     assert night["status"] == "interrupted"
     assert jobs["long"]["outcome"] == "interrupted"
     assert jobs["waits"]["outcome"] == "skipped"
-    assert _gone(job_pid, 2)
+    assert gone(job_pid, 2)
 
 
 def test_sigkill_leaves_no_job_and_no_lock_behind(
@@ -97,7 +80,7 @@ def test_sigkill_leaves_no_job_and_no_lock_behind(
     job_pid = int(_wait_for(tmp_path / "long.pid"))
     proc.kill()
     proc.wait(timeout=10)
-    assert _gone(job_pid, 3)  # the parent-death signal reached the job
+    assert gone(job_pid, 3)  # the parent-death signal reached the job
     assert last_night(state_path)["status"] == "running"  # nobody could say otherwise yet
     # the lock went with the connection: the next night starts, and reaps the dead one
     (tmp_path / "long.pid").unlink()
