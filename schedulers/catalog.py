@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -563,6 +564,13 @@ def _what_to_run(
         and command
         and all(isinstance(part, str) and part for part in command)
     ):
+        program = command[0]
+        if "/" in program and KEY_PLACEHOLDER not in program:
+            file = r.path.parent / program
+            if not file.is_file():
+                raise r.fail(f"command {program}: no such file", *where, "command")
+            if not os.access(file, os.X_OK):
+                raise r.fail(f"command {program}: not executable (chmod +x)", *where, "command")
         return None, tuple(command)
     raise r.fail("command must be a shell string or a non-empty list of arguments", *where)
 

@@ -162,6 +162,7 @@ class Process:
     def __init__(
         self, argv: list[str], env: Mapping[str, str], cwd: Path, stdin: Path | None, log: IO[bytes]
     ) -> None:
+        _check_program(argv[0], cwd, env)
         # The parent-death signal reaches the job even if the scheduler is SIGKILLed.
         prefix = ["setpriv", "--pdeathsig", "TERM", "--"] if _SETPRIV else []
         stdin_file = open(stdin, "rb") if stdin is not None else None  # noqa: SIM115
@@ -211,3 +212,13 @@ class Process:
 
 
 _SETPRIV = shutil.which("setpriv") is not None
+
+
+def _check_program(program: str, cwd: Path, env: Mapping[str, str]) -> None:
+    """Say "not found" ourselves: behind setpriv it would read as setpriv's own failure."""
+    if "/" in program:
+        found = (cwd / program).is_file() and os.access(cwd / program, os.X_OK)
+    else:
+        found = shutil.which(program, path=env.get("PATH")) is not None
+    if not found:
+        raise FileNotFoundError(f"{program}: command not found or not executable")

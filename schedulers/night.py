@@ -4,6 +4,7 @@ lock, plan, record, run, summarise.
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
@@ -21,10 +22,20 @@ from schedulers.plan import Plan, make_plan
 from schedulers.runner import NightResult, NightRunner, StopRequest
 from schedulers.workers import ServerPool
 
+#: Nights whose job logs are kept, per catalog (the history itself is kept whole).
+KEEP_LOGS = 30
+
 
 def log_dir(store: StateStore) -> Path:
     """Job logs live next to the state file: ``schedule-logs/CATALOG/NIGHT/JOB.N.log``."""
     return store.path.parent / "schedule-logs"
+
+
+def prune_logs(folder: Path, keep: int = KEEP_LOGS) -> None:
+    """Delete the job logs of all but the ``keep`` newest nights in ``folder``."""
+    nights = sorted((p for p in folder.glob("*") if p.name.isdigit()), key=lambda p: int(p.name))
+    for old in nights[:-keep] if keep else nights:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def run_night(
@@ -85,6 +96,7 @@ def run_night(
             else ("ok" if all(o == "ok" for o in result.outcomes.values()) else "failed")
         )
         history.finish_night(night, status, night_summary(plan, result, pool))
+    prune_logs(log_dir(store) / catalog.name)
     document = history.night(night)
     assert document is not None
     return document

@@ -60,6 +60,7 @@ GOOD = """
 @pytest.fixture
 def good(tmp_path: Path) -> Path:
     (tmp_path / "totals.sql").write_text("SELECT 1;\n")
+    _script(tmp_path)
     return write_catalog(tmp_path, GOOD)
 
 
@@ -82,8 +83,17 @@ def test_a_good_catalog_loads_with_defaults_applied(good: Path) -> None:
     assert catalog.lag_guard.heartbeat_table == "percona.heartbeat"
 
 
-def _error(tmp_path: Path, body: str) -> str:
+def _script(folder: Path) -> None:
+    """The job.sh the catalogs name (a list command's program must exist)."""
+    if not (folder / "job.sh").exists():
+        (folder / "job.sh").write_text("#!/bin/sh\n")
+        (folder / "job.sh").chmod(0o755)
+
+
+def _error(tmp_path: Path, body: str, script: bool = True) -> str:
     (tmp_path / "totals.sql").write_text("SELECT 1;\n")
+    if script:
+        _script(tmp_path)
     path = write_catalog(tmp_path, body)
     with pytest.raises(ConfigError) as raised:
         load_catalog(path)
@@ -211,6 +221,7 @@ def test_find_cycle() -> None:
 
 
 def test_cli_bad_catalog_is_one_line_exit_2(tmp_path: Path) -> None:
+    _script(tmp_path)
     path = write_catalog(tmp_path, GOOD.replace("retries = 0", "retires = 0"))
     proc = subprocess.run(
         [
@@ -258,6 +269,7 @@ TEMPLATED = """
 
 
 def test_templates_make_one_job_per_unclaimed_key(tmp_path: Path) -> None:
+    _script(tmp_path)
     (tmp_path / "purchase.sql").write_text("SELECT 1;\n")
     catalog = load_catalog(write_catalog(tmp_path, TEMPLATED))
     assert [j.name for j in catalog.jobs] == ["prepare", "purchase", "report"]
@@ -296,3 +308,22 @@ def test_template_errors(tmp_path: Path) -> None:
     assert _error(tmp_path, sized) == "CATALOG:17: unknown key 'rows' in [each.summary]"
     loop = TEMPLATED.replace('depends_on = ["prepare"]', 'depends_on = ["report"]')
     assert _error(tmp_path, loop) == "CATALOG:20: dependency cycle: report -> summary -> report"
+
+
+def test_a_command_script_must_exist_and_be_executable(tmp_path: Path) -> None:
+    assert _error(tmp_path, GOOD, script=False) == "CATALOG:31: command ./job.sh: no such file"
+    (tmp_path / "job.sh").write_text("#!/bin/sh\n")
+    assert _error(tmp_path, GOOD) == "CATALOG:31: command ./job.sh: not executable (chmod +x)"
+    (tmp_path / "job.sh").chmod(0o755)
+    load_catalog(tmp_path / "summaries.toml")
+
+
+def test_old_job_logs_are_pruned(tmp_path: Path) -> None:
+    from schedulers.night import prune_logs
+
+    for night in (1, 2, 10, 11):
+        (tmp_path / str(night)).mkdir()
+        (tmp_path / str(night) / "job.1.log").write_text("x")
+    (tmp_path / "notes").mkdir()
+    prune_logs(tmp_path, keep=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["10", "11", "notes"]

@@ -4,6 +4,7 @@ exit codes, simulate on a recorded night, and jobs wrapped with `govern run`."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -261,6 +262,8 @@ def test_text_outputs(catalog: Path, state_path: Path) -> None:
 def test_wrapped_job_command_line(server: MariaDB, tmp_path: Path) -> None:
     """What `wrap = true` runs: `govern run --name JOB [--mode M] --defaults-file CNF -- CMD`."""
     (tmp_path / "q.sql").write_text("SELECT 1;\n")
+    (tmp_path / "job.sh").write_text("#!/bin/sh\n")
+    (tmp_path / "job.sh").chmod(0o755)
     path = write_catalog(
         tmp_path,
         worker_table("main", server.defaults_file("govern_admin"))
@@ -334,3 +337,37 @@ def test_a_wrapped_job_runs_under_govern_run(
     assert (
         jobs["bad"]["outcome"] == "failed" and jobs["bad"]["exit_code"] == 3
     )  # the job's own code
+
+
+def test_progress_bar_on_a_terminal_only(server: MariaDB, tmp_path: Path, state_path: Path) -> None:
+    path = write_catalog(
+        tmp_path,
+        'name = "bar"\n'
+        + worker_table("main", server.defaults_file("govern_admin"))
+        + "".join(f'[jobs.j{i}]\ncommand = "sleep 0.3"\n' for i in range(4)),
+    )
+    command = f"{sys.executable} -m govern schedule run {path} --state {state_path}"
+    tty = subprocess.run(
+        ["script", "-qec", command, "/dev/null"], capture_output=True, text=True, check=False
+    )
+    assert tty.returncode == 0, tty.stdout
+    assert "bar night 1" in tty.stdout and "/4" in tty.stdout  # rich draws on the pty
+    piped = govern("schedule", "run", str(path), "--state", str(state_path))
+    assert piped.returncode == 0 and piped.stderr == ""  # quiet when piped
+
+
+def test_a_missing_program_fails_its_job_with_a_clear_reason(
+    server: MariaDB, tmp_path: Path, state_path: Path
+) -> None:
+    path = write_catalog(
+        tmp_path,
+        worker_table("main", server.defaults_file("govern_admin"))
+        + '[jobs.ghost]\ncommand = ["no-such-program-govern"]\n[jobs.fine]\ncommand = "true"\n',
+    )
+    night = json.loads(
+        govern("schedule", "run", str(path), "--state", str(state_path), "--json").stdout
+    )
+    jobs = {j["name"]: j for j in night["jobs"]}
+    assert jobs["ghost"]["outcome"] == "failed"
+    assert jobs["ghost"]["reason"] == "no-such-program-govern: command not found or not executable"
+    assert jobs["fine"]["outcome"] == "ok"
