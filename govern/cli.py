@@ -18,6 +18,9 @@ from govern.errors import EXIT_SERVER, GovernError
 #: command name -> "module:attribute" of its Click command.
 COMMANDS: dict[str, str] = {
     "doctor": "govern.commands.doctor:doctor",
+    "load": "govern.commands.load:load",
+    "lint": "rules.cli:lint",
+    "rules": "rules.cli:rules",
     "schedule": "schedulers.cli:schedule",
 }
 
