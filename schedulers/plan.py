@@ -126,6 +126,13 @@ def make_plan(
     warnings = [
         f"worker {w.spec.name} is left out: {w.error}" for w in pool.workers if not w.usable
     ]
+    for worker in usable:
+        if worker.info is not None and worker.info.is_replica is None:
+            grant = " or ".join(worker.info.replica_status_privileges)
+            warnings.append(
+                f"worker {worker.spec.name}: cannot read replica status (needs {grant}): "
+                "the lag guard cannot see it and its sql jobs run read-only"
+            )
     pool.refresh_lag()
     lanes = make_lanes([(w.spec.name, w.spec.concurrency, w.spec.end) for w in usable])
     server = catalog.sizing.server or usable[0].spec.name

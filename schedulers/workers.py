@@ -142,7 +142,8 @@ class ServerPool:
             worker.error = error_text(exc)
             warn(f"worker {spec.name} is left out: {worker.error}")
             return worker
-        read_only = worker.info.read_only or bool(worker.info.is_replica)
+        # unknown (no SLAVE MONITOR) counts as a replica: never risk a write there
+        read_only = worker.info.read_only or worker.info.is_replica is not False
         worker.handle = ServerHandle(
             settings,
             self._defaults_file(spec.name, settings),

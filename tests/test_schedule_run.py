@@ -563,3 +563,23 @@ def test_the_nightly_example_runs(
         )
         totals = {kind: int(n) for kind, n in cur.fetchall()}
     assert totals == sizes  # every event summarised once, per type
+
+
+def test_an_account_that_cannot_see_replica_status_is_treated_as_on_a_replica(
+    server: MariaDB, tmp_path: Path, state_path: Path
+) -> None:
+    table = f"app.unsure_{uuid.uuid4().hex[:8]}"
+    (tmp_path / "write.sql").write_text(f"CREATE TABLE {table} (n INT);\n")
+    path = write_catalog(
+        tmp_path,
+        "[lag_guard]\nmax_lag = '10s'\n"
+        + worker_table("app", server.defaults_file("govern_app"))
+        + '[jobs.write]\nsql = "write.sql"\n',
+    )
+    result = night(path, state_path)
+    job = result["jobs"][0]
+    assert job["outcome"] == "failed" and "READ ONLY transaction" in job["reason"]
+    assert (
+        "worker app: cannot read replica status (needs SLAVE MONITOR or REPLICA MONITOR or SUPER):"
+        " the lag guard cannot see it and its sql jobs run read-only"
+    ) in result["summary"]["warnings"]
