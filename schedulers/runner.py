@@ -13,13 +13,16 @@ its own 0600 log file; the last line of a failed one is kept as the reason.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 
 from govern.output import info
 from govern.progress import Progress
@@ -112,18 +115,35 @@ class NightRunner:
         self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         for name, reason in self.dispatcher.skipped.items():
             self._skipped(name, reason)
-        interrupts = 0
-        while not self.dispatcher.finished:
-            try:
+        with self._ctrl_c_stops_the_night():
+            while not self.dispatcher.finished:
                 self._step()
                 time.sleep(TICK)
-            except KeyboardInterrupt:
-                interrupts += 1
-                self.stop.request(0)
-                if interrupts > 1:  # a second Ctrl-C: no more patience
-                    for run in self.running.values():
-                        run.process.reap_group()
+        self._finish_lag_accounting(self.now())
         return self.result
+
+    @contextlib.contextmanager
+    def _ctrl_c_stops_the_night(self) -> Iterator[None]:
+        """Ctrl-C asks the night to stop (a second one KILLs the jobs) instead of raising
+        KeyboardInterrupt halfway through starting a job. Main thread only."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        interrupts = 0
+
+        def on_interrupt(signum: int, frame: FrameType | None) -> None:
+            nonlocal interrupts
+            interrupts += 1
+            self.stop.request(0)
+            if interrupts > 1:
+                for run in self.running.values():
+                    run.process.reap_group()
+
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     def abort(self) -> None:
         """Something went wrong in govern itself: end every running job, leave nothing behind."""
@@ -155,29 +175,46 @@ class NightRunner:
             self._start_free_lanes(now)
 
     def _start_free_lanes(self, now: float) -> None:
+        held: set[str] = set()
         for lane in self.plan.lanes:
             if lane.index in self.running:
                 continue
             if not self.dispatcher.ready(now):
-                return
+                break
             if not self.pool.lag_allows(lane.worker):
-                self._note_lag_wait(lane)
+                held.add(lane.worker)
                 continue
             task = self.dispatcher.take(lane, now)
             if task is not None:
                 self._start(self.catalog.job(task.name), lane, now)
+        self._account_lag(held, now)
 
-    def _note_lag_wait(self, lane: Lane) -> None:
-        worker = self.pool.worker(lane.worker)
-        if worker.waited_for_lag == 0:
-            lag = worker.lag
-            seconds = "unknown" if lag is None or lag.seconds is None else f"{lag.seconds:.0f}s"
-            self.notify(
-                f"lag guard: {lane.worker} lags {seconds} (max "
-                f"{self.catalog.lag_guard.max_lag if self.catalog.lag_guard else 0:g}s): no new job there"
-            )
-        if lane.slot == 0:
-            worker.waited_for_lag += TICK
+    def _account_lag(self, held: set[str], now: float) -> None:
+        """Time each worker spent with a free lane held back by the lag guard; say when a
+        hold starts and ends (once each, not every tick)."""
+        for worker in self.pool.usable():
+            name = worker.spec.name
+            if name in held:
+                if worker.held_since is None:
+                    worker.held_since = now
+                    lag = worker.lag
+                    seconds = (
+                        "unknown" if lag is None or lag.seconds is None else f"{lag.seconds:.0f}s"
+                    )
+                    limit = self.catalog.lag_guard.max_lag if self.catalog.lag_guard else 0
+                    self.notify(
+                        f"lag guard: {name} lags {seconds} (max {limit:g}s): no new job there"
+                    )
+            elif worker.held_since is not None:
+                worker.waited_for_lag += now - worker.held_since
+                worker.held_since = None
+                self.notify(f"lag guard: {name} is back under max_lag")
+
+    def _finish_lag_accounting(self, now: float) -> None:
+        for worker in self.pool.usable():
+            if worker.held_since is not None:
+                worker.waited_for_lag += now - worker.held_since
+                worker.held_since = None
 
     # --- one attempt ------------------------------------------------------------------------
     def _start(self, job: JobSpec, lane: Lane, now: float) -> None:

@@ -53,7 +53,8 @@ class Worker:
     error: str | None = None  # why it is left out
     lag: Lag | None = None
     lag_checked: float = float("-inf")
-    waited_for_lag: float = 0.0
+    waited_for_lag: float = 0.0  # seconds a free lane was held back by the lag guard
+    held_since: float | None = None  # night offset when the current hold began
 
     @property
     def usable(self) -> bool:

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from schedule_helpers import gone, govern, last_night, start_order, worker_table, write_catalog
+from schedule_helpers import (
+    gone,
+    govern,
+    last_night,
+    start_order,
+    wait_until,
+    worker_table,
+    write_catalog,
+)
 
 from govern.state import StateStore
 from harness import MariaDB
@@ -235,7 +243,7 @@ def test_sql_jobs_never_write_to_a_replica(
         cur.execute(f"CREATE TABLE {table} (n INT)")
     (tmp_path / "write.sql").write_text(f"INSERT INTO {table} VALUES (1);\n")
     (tmp_path / "read.sql").write_text(f"SELECT COUNT(*) FROM {table};\n")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # the table must exist on the replica first
         with replica.connect().cursor() as cur:  # type: ignore[attr-defined]
             cur.execute(
@@ -269,11 +277,16 @@ workers = ["main"]
     assert "READ ONLY transaction" in jobs["write_on_replica"]["reason"]
     assert jobs["read_on_replica"]["outcome"] == "ok"
     assert jobs["write_on_primary"]["outcome"] == "ok"
-    with replica.connect().cursor() as cur:  # type: ignore[attr-defined]
-        cur.execute("SELECT @@gtid_slave_pos")
-        time.sleep(0.5)  # let the primary's row replicate
-        cur.execute(f"SELECT COUNT(*) FROM {table}")
-        assert cur.fetchone()[0] == 1  # the primary's write, replicated; nothing of our own
+    replica_conn: Any = replica.connect()
+
+    def replica_rows() -> int:
+        with replica_conn.cursor() as cur:
+            cur.execute(f"SELECT COUNT(*) FROM {table}")
+            return int(cur.fetchone()[0])
+
+    wait_until(lambda: replica_rows() >= 1, timeout=60)  # the primary's row replicated...
+    assert replica_rows() == 1  # ...and nothing of our own
+    replica_conn.close()
 
 
 def test_the_run_lock_refuses_a_second_night(
