@@ -51,15 +51,16 @@ def _start(path: Path, state_path: Path, cwd: Path) -> subprocess.Popen[str]:
     )
 
 
-def test_sigterm_stops_the_night_and_its_jobs(
-    server: MariaDB, tmp_path: Path, state_path: Path
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_stops_the_night_and_its_jobs(
+    server: MariaDB, tmp_path: Path, state_path: Path, signum: signal.Signals
 ) -> None:
     path = write_catalog(
         tmp_path, HEAD + worker_table("main", server.defaults_file("govern_admin")) + JOBS
     )
     proc = _start(path, state_path, tmp_path)
     job_pid = int(_wait_for(tmp_path / "long.pid"))
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=15)
     assert proc.returncode == 1, err
     night = json.loads(out)
