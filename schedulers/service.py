@@ -257,6 +257,9 @@ class NightService:
 
         with StateStore.open(self.state_path) as store:  # this thread's own connection
             history = History(store)
+            if self.stop.is_set():  # a later missed night, after SIGTERM (coalesce = false)
+                self._unrun(history, scheduled_for, "skipped", "the service was stopping")
+                return
             try:
                 catalog = load_catalog(self.catalog_path)  # edits apply from the next night on
             except GovernError as exc:
@@ -284,9 +287,11 @@ class NightService:
                 self._unrun(history, scheduled_for, "error", exc.message)
                 return
             summary = night.get("summary") or {}
+            outcomes = ", ".join(f"{n} {o}" for o, n in sorted(summary.get("outcomes", {}).items()))
             self.notify(
-                f"night {night['id']} of {catalog.name}: {night['status']}, "
-                f"{summary.get('outcomes', {})}, makespan {summary.get('makespan_s')}s"
+                f"night {night['id']} of {catalog.name}: {night['status']} ({outcomes}),"
+                f" makespan {summary.get('makespan_s', 0):.1f}s, done at half the makespan"
+                f" {summary.get('done_at_half_makespan', 0):.1%}"
             )
 
     def _unrun(self, history: History, scheduled_for: datetime, status: str, note: str) -> None:

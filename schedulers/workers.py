@@ -72,7 +72,6 @@ class Worker:
             "lanes": self.spec.concurrency if self.usable else 0,
             "lag_s": None if self.lag is None else self.lag.seconds,
             "lag_source": None if self.lag is None else self.lag.source,
-            "waited_for_lag_s": round(self.waited_for_lag, 3),
             "error": self.error,
         }
 
