@@ -214,6 +214,31 @@ def test_history_plan_and_simulate_json(catalog: Path, state_path: Path) -> None
         assert row["makespan_s"] >= simulated["makespan_lower_bound_s"] - 1e-6
         assert row["curve"][-1]["done_share"] == 1.0
     assert simulated["recorded"]["policy"] == "sjf"
+    estimated = json.loads(
+        govern(
+            "schedule",
+            "simulate",
+            str(catalog),
+            "--estimated",
+            "--state",
+            str(state_path),
+            "--json",
+        ).stdout
+    )
+    assert estimated["durations"] == "estimated" and estimated["night_id"] is None
+    assert estimated["recorded"] is None and estimated["jobs"] == 4
+    missing = govern(
+        "schedule", "simulate", str(catalog), "--night", "999", "--state", str(state_path)
+    )
+    assert missing.returncode == 2 and "--night 999: no such night of 'contract'" in missing.stderr
+    assert (
+        json.loads(
+            govern(
+                "schedule", "history", "other-schedule", "--state", str(state_path), "--json"
+            ).stdout
+        )["nights"]
+        == []
+    )
     one_worker = json.loads(
         govern(
             "schedule",
