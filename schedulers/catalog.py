@@ -108,7 +108,7 @@ class JobSpec:
     #: False when ``key`` is just the job's name: a missing count is then no surprise
     key_given: bool = True
 
-    def for_key(self, key: str, order: int) -> JobSpec:
+    def for_key(self, key: str) -> JobSpec:
         """The job a template makes for one key: ``NAME.KEY``, with {key} filled in."""
         command = self.command and tuple(p.replace(KEY_PLACEHOLDER, key) for p in self.command)
         sql = self.sql and Path(str(self.sql).replace(KEY_PLACEHOLDER, key))
@@ -116,7 +116,7 @@ class JobSpec:
             self,
             name=f"{self.name}.{key}",
             key=key,
-            order=order,
+            key_given=True,
             command=command,
             sql=sql,
             template=self.name,
@@ -199,7 +199,7 @@ class Catalog:
         for template in self.templates:
             made[template.name] = []
             for key in usable:
-                job = template.for_key(key, 0)
+                job = template.for_key(key)
                 if job.sql is not None and not job.sql.is_file():
                     missing.append(f"{job.name} ({job.sql} does not exist)")
                     continue
@@ -208,14 +208,17 @@ class Catalog:
         def resolve(deps: tuple[str, ...]) -> tuple[str, ...]:
             out: list[str] = []
             for dep in deps:
-                out.extend(j.name for j in made[dep]) if dep in made else out.append(dep)
+                if dep in made:
+                    out.extend(j.name for j in made[dep])
+                else:
+                    out.append(dep)
             return tuple(out)
 
         jobs: list[JobSpec] = []
-        for job in sorted([*self.jobs, *self.templates], key=lambda j: j.line):
-            for one in made.get(job.name, [job]) if job in self.templates else [job]:
+        for entry in sorted([*self.jobs, *self.templates], key=lambda j: j.line):
+            for job in made[entry.name] if entry.template else [entry]:
                 jobs.append(
-                    dataclasses.replace(one, order=len(jobs), depends_on=resolve(one.depends_on))
+                    dataclasses.replace(job, order=len(jobs), depends_on=resolve(job.depends_on))
                 )
         unusable = [f"{k!r} (not a safe job name)" for k in unsafe] + missing
         return dataclasses.replace(self, jobs=tuple(jobs), templates=()), unusable
