@@ -77,3 +77,14 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def govern_process(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    """The CLI started in the background, for tests that signal or kill it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "govern", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+    )

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,7 +14,7 @@ from typing import Any
 import apscheduler.executors.base
 import apscheduler.schedulers.base
 import pytest
-from schedule_helpers import wait_until, worker_table, write_catalog
+from schedule_helpers import govern, govern_process, wait_until, worker_table, write_catalog
 
 import schedulers.service
 from govern.errors import ConfigError
@@ -216,22 +214,7 @@ def test_serve_needs_a_schedule(server: MariaDB, tmp_path: Path, state_path: Pat
         tmp_path,
         worker_table("main", server.defaults_file("govern_admin")) + '[jobs.a]\ncommand = "true"\n',
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "govern",
-            "schedule",
-            "serve",
-            str(path),
-            "--state",
-            str(state_path),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=30,
-    )
+    proc = govern("schedule", "serve", str(path), "--state", str(state_path), timeout=30)
     assert proc.returncode == 2
     assert (
         proc.stderr.strip()
@@ -255,22 +238,7 @@ def test_sigterm_is_a_graceful_shutdown(server: MariaDB, tmp_path: Path, state_p
     with StateStore.open(state_path) as store:
         owed = (datetime.now(UTC) - timedelta(seconds=5)).isoformat()
         History(store).remember_fire("nightly", "cron 0 1 * * * UTC", owed)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "govern",
-            "schedule",
-            "serve",
-            str(path),
-            "--state",
-            str(state_path),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-    )
+    proc = govern_process("schedule", "serve", str(path), "--state", str(state_path), cwd=tmp_path)
     try:
         wait_until(
             lambda: (tmp_path / "quick.started").exists() and (tmp_path / "slow.started").exists()
@@ -288,19 +256,5 @@ def test_sigterm_is_a_graceful_shutdown(server: MariaDB, tmp_path: Path, state_p
     jobs = {j["name"]: j["outcome"] for j in night["jobs"]}
     assert night["status"] == "interrupted" and night["scheduled_for"] == owed
     assert jobs == {"quick": "ok", "slow": "interrupted", "later": "skipped"}
-    history = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "govern",
-            "schedule",
-            "history",
-            "--state",
-            str(state_path),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    history = govern("schedule", "history", "--state", str(state_path), "--json", check=True)
     assert json.loads(history.stdout)["nights"][0]["status"] == "interrupted"

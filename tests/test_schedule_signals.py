@@ -6,11 +6,18 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from schedule_helpers import gone, last_night, wait_until, worker_table, write_catalog
+from schedule_helpers import (
+    gone,
+    govern,
+    govern_process,
+    last_night,
+    wait_until,
+    worker_table,
+    write_catalog,
+)
 
 from harness import MariaDB
 
@@ -32,22 +39,8 @@ def _wait_for(path: Path) -> str:
 
 
 def _start(path: Path, state_path: Path, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "govern",
-            "schedule",
-            "run",
-            str(path),
-            "--state",
-            str(state_path),
-            "--json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=cwd,
+    return govern_process(
+        "schedule", "run", str(path), "--state", str(state_path), "--json", cwd=cwd
     )
 
 
@@ -92,30 +85,12 @@ def test_sigkill_leaves_no_job_and_no_lock_behind(
         + '[jobs.a]\ncommand = "true"\n',
         "quick.toml",
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "govern", "schedule", "run", str(quick), "--state", str(state_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = govern("schedule", "run", str(quick), "--state", str(state_path))
     assert done.returncode == 0, done.stderr
     assert "was left running: marked interrupted" in done.stderr
     history = json.loads(
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "govern",
-                "schedule",
-                "history",
-                "crashy",
-                "--state",
-                str(state_path),
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
+        govern(
+            "schedule", "history", "crashy", "--state", str(state_path), "--json", check=True
         ).stdout
     )
     statuses = [n["status"] for n in history["nights"]]
