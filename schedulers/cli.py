@@ -49,13 +49,14 @@ def plan(catalog_path: str, policy: str | None, state_path: str | None, as_json:
     """Show the order, the lane of each job, predicted start and finish, and the
     "% done vs % of the night" curve. Reads only: changes nothing."""
     from schedulers.history import History
+    from schedulers.night import secrets_dir
     from schedulers.plan import make_plan
     from schedulers.render import print_plan
     from schedulers.service import next_fire_time
     from schedulers.workers import ServerPool
 
     catalog = load_catalog(catalog_path)
-    with StateStore.open(state_path) as store, ServerPool(catalog) as pool:
+    with StateStore.open(state_path) as store, ServerPool(catalog, secrets_dir(store)) as pool:
         document = make_plan(
             catalog, pool, History(store), policy, base_time=next_fire_time(catalog)
         ).to_json()
@@ -179,10 +180,11 @@ def simulate(
         if night is None:
             if night_ref:
                 raise UsageError(f"--night {night_ref}: no such night of {catalog.name!r}")
+            from schedulers.night import secrets_dir
             from schedulers.plan import make_plan
             from schedulers.workers import ServerPool
 
-            with ServerPool(catalog) as pool:
+            with ServerPool(catalog, secrets_dir(store)) as pool:
                 planned = make_plan(catalog, pool, history)
             tasks = planned.tasks
             durations = {

@@ -31,6 +31,12 @@ def log_dir(store: StateStore) -> Path:
     return store.path.parent / "schedule-logs"
 
 
+def secrets_dir(store: StateStore) -> Path:
+    """The option files handed to jobs live next to the state file too (0700), one folder
+    per process, deleted after the night (or by the next night if the process was killed)."""
+    return store.path.parent / "schedule-run"
+
+
 def prune_logs(folder: Path, keep: int = KEEP_LOGS) -> None:
     """Delete the job logs of all but the ``keep`` newest nights in ``folder``."""
     nights = sorted((p for p in folder.glob("*") if p.name.isdigit()), key=lambda p: int(p.name))
@@ -58,7 +64,7 @@ def run_night(
     for night in history.reap_stale():
         warn(f"night {night} of an earlier scheduler process was left running: marked interrupted")
     started = datetime.now().astimezone()
-    with ServerPool(catalog) as pool:
+    with ServerPool(catalog, secrets_dir(store)) as pool:
         pool.lock()
         plan = make_plan(catalog, pool, history, policy, base_time=started)
         for message in plan.warnings:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import os
 import shutil
 import tempfile
 import time
@@ -35,6 +36,7 @@ from govern.errors import GovernError, ServerError
 from govern.output import warn
 from govern.server import ServerInfo, detect
 from schedulers.catalog import Catalog, WorkerSpec
+from schedulers.history import process_token
 from schedulers.lag import Lag, measure_lag
 from schedulers.launch import ServerHandle
 
@@ -84,18 +86,34 @@ def lock_name(schedule: str) -> str:
     return f"govern.schedule.{hashlib.sha1(schedule.encode()).hexdigest()[:24]}"
 
 
-class ServerPool:
-    """Open with ``with ServerPool(catalog) as pool:``; everything is closed and deleted after."""
+def private_folder(parent: Path) -> Path:
+    """A fresh 0700 folder for this process's option files under ``parent`` (next to the
+    state file, not /tmp), after deleting those of processes that died without cleaning up
+    (a SIGKILLed scheduler cannot), so no password outlives its night for long."""
+    parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for old in parent.iterdir():
+        pid, _, rest = old.name.partition("-")
+        token = rest.rpartition("-")[0]
+        if pid.isdigit() and process_token(int(pid)) != token:
+            shutil.rmtree(old, ignore_errors=True)
+    mine = os.getpid()
+    return Path(tempfile.mkdtemp(prefix=f"{mine}-{process_token(mine)}-", dir=parent))
 
-    def __init__(self, catalog: Catalog) -> None:
+
+class ServerPool:
+    """Open with ``with ServerPool(catalog, folder) as pool:``; everything is closed, and the
+    option files handed to jobs deleted, after. ``folder`` holds those files (0700)."""
+
+    def __init__(self, catalog: Catalog, folder: Path) -> None:
         self.catalog = catalog
         self.workers: list[Worker] = []
         self.primary: ServerHandle | None = None
         self._primary_conn: Connection | None = None
+        self._parent = folder
         self._folder: Path | None = None
 
     def __enter__(self) -> ServerPool:
-        self._folder = Path(tempfile.mkdtemp(prefix="govern-schedule-"))  # 0700
+        self._folder = private_folder(self._parent)
         try:
             for spec in self.catalog.workers:
                 self.workers.append(self._open(spec))

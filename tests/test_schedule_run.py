@@ -432,7 +432,7 @@ def test_jobs_get_connections_without_secrets_in_argv_logs_or_state(
         worker_table("main", cnf)
         + """
 [jobs.spy]
-command = "env | grep ^GOVERN_ | sort > env.txt; stat -c %a $GOVERN_WORKER_CNF > mode.txt; cat /proc/$$/cmdline | tr '\\\\0' ' ' > argv.txt; mysql --defaults-file=$GOVERN_WORKER_CNF -N -e 'SELECT CURRENT_USER()' > who.txt"
+command = "env | grep ^GOVERN_ | sort > env.txt; stat -c %a $GOVERN_WORKER_CNF $(dirname $GOVERN_WORKER_CNF) > mode.txt; cat /proc/$$/cmdline | tr '\\\\0' ' ' > argv.txt; mysql --defaults-file=$GOVERN_WORKER_CNF -N -e 'SELECT CURRENT_USER()' > who.txt"
 """,
     )
     proc = govern("schedule", "run", str(path), "--state", str(state_path))
@@ -446,9 +446,11 @@ command = "env | grep ^GOVERN_ | sort > env.txt; stat -c %a $GOVERN_WORKER_CNF >
     assert env["GOVERN_ATTEMPT"] == "1" and env["GOVERN_NIGHT_ID"] == str(
         last_night(state_path)["id"]
     )
-    assert (tmp_path / "mode.txt").read_text().strip() == "600"
+    assert (tmp_path / "mode.txt").read_text().split() == ["600", "700"]
     assert (tmp_path / "who.txt").read_text().strip() == "govern_admin@127.0.0.1"
-    assert not Path(env["GOVERN_WORKER_CNF"]).exists()  # deleted after the night
+    cnf_path = Path(env["GOVERN_WORKER_CNF"])
+    assert cnf_path.parent.parent == state_path.parent / "schedule-run"  # private, not /tmp
+    assert not cnf_path.parent.exists()  # deleted after the night
     for text in (
         (tmp_path / "env.txt").read_text(),
         (tmp_path / "argv.txt").read_text(),

@@ -76,6 +76,7 @@ def test_sigkill_leaves_no_job_and_no_lock_behind(
     proc.wait(timeout=10)
     assert gone(job_pid, 3)  # the parent-death signal reached the job
     assert last_night(state_path)["status"] == "running"  # nobody could say otherwise yet
+    assert len(list((state_path.parent / "schedule-run").iterdir())) == 1  # its option files
     # the lock went with the connection: the next night starts, and reaps the dead one
     (tmp_path / "long.pid").unlink()
     quick = write_catalog(
@@ -88,6 +89,8 @@ def test_sigkill_leaves_no_job_and_no_lock_behind(
     done = govern("schedule", "run", str(quick), "--state", str(state_path))
     assert done.returncode == 0, done.stderr
     assert "was left running: marked interrupted" in done.stderr
+    # the killed scheduler's option files (passwords) were removed by the next night
+    assert list((state_path.parent / "schedule-run").iterdir()) == []
     history = json.loads(
         govern(
             "schedule", "history", "crashy", "--state", str(state_path), "--json", check=True
