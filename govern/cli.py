@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "load": "govern.commands.load:load",
     "lint": "rules.cli:lint",
     "rules": "rules.cli:rules",
+    "schedule": "schedulers.cli:schedule",
 }
 
 
