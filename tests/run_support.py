@@ -65,9 +65,13 @@ def run_args(
     return [*govern(server, state, "run", *options, user=user), "--", *job]
 
 
+#: Wrappers started by the current test, ended by :func:`reap` even when it fails.
+_STARTED: list[subprocess.Popen[str]] = []
+
+
 def start(args: list[str], **kwargs: Any) -> subprocess.Popen[str]:
     """A wrapper process with its own process group, like one started from a shell."""
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         args,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -75,6 +79,41 @@ def start(args: list[str], **kwargs: Any) -> subprocess.Popen[str]:
         start_new_session=True,
         **kwargs,
     )
+    _STARTED.append(proc)
+    return proc
+
+
+def reap() -> None:
+    """End what a test left running: jobs first (their wrappers then restore and exit), then
+    any wrapper still there (its watchdog restores). A failed test must not leave a run holding
+    the server's slow log for the tests after it."""
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            for child in _jobs(proc.pid):
+                kill_group(child)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                kill_wrapper(proc)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def _jobs(wrapper: int) -> list[int]:
+    """The wrapper's job: its child in its session (the watchdog has a session of its own)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == wrapper and int(fields[3]) == wrapper:  # ppid, session
+                found.append(int(entry))
+    return found
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> float:

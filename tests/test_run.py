@@ -30,6 +30,7 @@ from run_support import (
     kill_wrapper,
     launch,
     process_gone,
+    reap,
     run_args,
     set_global,
     start,
@@ -39,6 +40,13 @@ from run_support import (
 )
 
 pytestmark = pytest.mark.server
+
+
+@pytest.fixture(autouse=True)
+def _end_leftover_runs() -> Iterator[None]:
+    yield
+    reap()
+
 
 SLOW = "log_slow_query"
 

@@ -7,6 +7,7 @@ import re
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from govern.errors import ServerError
 from govern.privileges import parse_grants
 from govern.server import build_info
 from harness import MariaDB
-from run_support import GOVERN, govern, set_global
+from run_support import GOVERN, govern, reap, set_global
 from wrappers import claims
 from wrappers.cli import Duration
 from wrappers.modes import Mode, choose
@@ -31,6 +32,12 @@ MARIADB = {"version": "10.11.19-MariaDB-0+deb12u1", "version_comment": "Debian 1
            "log_output": "FILE", "hostname": "db1", "port": "3306"}  # fmt: skip
 SUPER = parse_grants(["GRANT SUPER ON *.* TO `a`@`%`"])
 NOTHING = parse_grants(["GRANT USAGE ON *.* TO `a`@`%`"])
+
+
+@pytest.fixture(autouse=True)
+def _end_leftover_runs() -> Iterator[None]:
+    yield
+    reap()
 
 
 # --- values and claims ----------------------------------------------------------------

@@ -23,6 +23,7 @@ from run_support import (
     govern,
     history,
     job,
+    reap,
     run_args,
     set_global,
     start,
@@ -31,6 +32,12 @@ from run_support import (
 )
 
 pytestmark = pytest.mark.server
+
+
+@pytest.fixture(autouse=True)
+def _end_leftover_runs() -> Iterator[None]:
+    yield
+    reap()
 
 
 @pytest.fixture
