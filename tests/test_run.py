@@ -92,7 +92,7 @@ def test_nonzero_exit_is_passed_on(server: MariaDB, root: Any, state_path: Path)
     assert history(state_path)[0]["exit_code"] == 7
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
 def test_signal_reaches_the_job_then_restores(
     server: MariaDB, root: Any, state_path: Path, tmp_path: Path, sig: signal.Signals
 ) -> None:

@@ -19,6 +19,8 @@ import pytest
 
 from harness import MariaDB
 from run_support import (
+    binlog_events_since,
+    binlog_position,
     finish,
     govern,
     history,
@@ -46,7 +48,9 @@ def log_all(server: MariaDB, connect: Any) -> Iterator[Any]:
     conn = connect()
     set_global(conn, "log_slow_query", "ON")
     set_global(conn, "long_query_time", "0")
+    before = binlog_position(conn)
     yield conn
+    assert binlog_events_since(connect(), before) == [], "govern wrote to the binary log"
 
 
 def marker(name: str) -> str:
