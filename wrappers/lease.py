@@ -43,8 +43,8 @@ class LeaseKeeper:
                 self.holding.renew()
             except CONNECTION_ERRORS as exc:
                 self._reconnect(exc)
-            except pymysql.err.MySQLError as exc:
-                self.warn(f"lease renewal failed: {exc}")
+            except Exception as exc:  # say so and keep renewing: this thread must not die
+                self.warn(f"lease renewal failed: {_short(exc)}")
 
     def _reconnect(self, cause: BaseException) -> None:
         self.warn(f"lost the server connection ({_short(cause)}); reconnecting")

@@ -77,8 +77,13 @@ def run_json(record: RunRecord, changes: list[dict[str, Any]]) -> dict[str, Any]
 
 
 def window_json(record: RunRecord) -> dict[str, Any] | None:
-    """When this run kept the setting changed: what the digest reports show as a blind window."""
+    """When this run kept the setting changed: what the digest reports show as a blind window.
+
+    None when the run changed nothing (the value in force was already the original one).
+    """
     if not record.window_start or record.variable is None:
+        return None
+    if record.set_value == record.original_value:
         return None
     variable = variables.by_name(record.variable)
     return {
