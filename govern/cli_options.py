@@ -56,6 +56,14 @@ def connection_options(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def connection_options_given(ctx: click.Context) -> bool:
+    """Was any connection option typed on the command line (not just a default)?"""
+    return any(
+        ctx.get_parameter_source(key) is click.core.ParameterSource.COMMANDLINE
+        for key in _CONNECTION_KEYS
+    )
+
+
 def state_option(command: F) -> F:
     """``--state PATH``: the SQLite state file (default under $XDG_STATE_HOME/govern/)."""
     return click.option(

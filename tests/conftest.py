@@ -42,6 +42,7 @@ RESTORED_VARIABLES = (
     "max_allowed_packet",
     "log_slow_rate_limit",
     "min_examined_row_limit",
+    "sql_mode",
 )
 
 _ISOLATED_ENV = (

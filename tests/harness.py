@@ -42,6 +42,10 @@ ACCOUNTS: dict[str, tuple[str, str, str]] = {
 APP_SCHEMA = "app"
 
 
+class PortTaken(RuntimeError):
+    """mariadbd could not bind its port: someone took it after ``free_port`` probed it."""
+
+
 def _alive(pid: int) -> bool:
     """Running and not a zombie (a killed child we have not reaped yet counts as gone)."""
     try:
@@ -88,6 +92,8 @@ class MariaDB:
         self.port = int(saved.get("port") or port or free_port())
         self.server_id = int(saved.get("server_id", server_id))
         self._proc: subprocess.Popen[bytes] | None = None
+        #: Extra ``[mariadbd]`` settings for the next start (a restart test's my.cnf).
+        self.options: dict[str, str] = {}
         self.passwords: dict[str, str] = saved.get("passwords") or {
             name: secrets.token_hex(12) for name in ["root", *ACCOUNTS]
         }
@@ -167,6 +173,7 @@ class MariaDB:
             "log_output = FILE",
             "performance_schema = OFF",
             "max_allowed_packet = 16M",
+            *(f"{name} = {value}" for name, value in self.options.items()),
         ]
         self.cnf.write_text("\n".join(lines) + "\n")
 
@@ -223,14 +230,23 @@ class MariaDB:
             if result.returncode != 0:
                 raise RuntimeError(f"mariadb-install-db failed:\n{result.stdout}\n{result.stderr}")
             self._prepare_dirs()
-        self._proc = subprocess.Popen(
-            [_mariadbd(), f"--defaults-file={self.cnf}"],
-            stdin=subprocess.DEVNULL,
-            stdout=open(self.base / "mariadbd.out", "ab"),  # noqa: SIM115
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self._wait_ready(timeout, root_password="" if fresh else self.passwords["root"])
+        for attempt in range(5):
+            self._proc = subprocess.Popen(
+                [_mariadbd(), f"--defaults-file={self.cnf}"],
+                stdin=subprocess.DEVNULL,
+                stdout=open(self.base / "mariadbd.out", "ab"),  # noqa: SIM115
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            try:
+                self._wait_ready(timeout, root_password="" if fresh else self.passwords["root"])
+                break
+            except PortTaken:
+                # Another throwaway server took the free port between our probe and bind.
+                if not fresh or attempt == 4:
+                    raise
+                self.port = free_port()
+                self._write_cnf()
         if fresh:
             self._bootstrap()
 
@@ -240,6 +256,11 @@ class MariaDB:
         deadline = time.monotonic() + timeout
         last: Exception | None = None
         while time.monotonic() < deadline:
+            if self._proc is not None and self._proc.poll() is not None:
+                log = self.error_log.read_text(errors="replace") if self.error_log.exists() else ""
+                if "Address already in use" in log[-2000:]:
+                    raise PortTaken(self.port)
+                raise RuntimeError(f"mariadbd exited with {self._proc.returncode}:\n{log[-3000:]}")
             try:
                 pymysql.connect(
                     unix_socket=str(self.socket),
@@ -329,13 +350,12 @@ class MariaDB:
         where: dict[str, object] = (
             {"host": "127.0.0.1", "port": self.port} if tcp else {"unix_socket": str(self.socket)}
         )
+        options: dict[str, object] = {"autocommit": True, "charset": "utf8mb4", **kwargs}
         return pymysql.connect(
             user=user,
             password=self.passwords[user],
-            autocommit=True,
-            charset="utf8mb4",
             **where,
-            **kwargs,  # type: ignore[arg-type]
+            **options,  # type: ignore[arg-type]
         )
 
     def start_replica_of(self, primary: MariaDB) -> None:

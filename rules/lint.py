@@ -1,0 +1,339 @@
+"""``govern lint`` as a library: find SQL files, run the catalog, gather one report.
+
+::
+
+    from rules.lint import LintOptions, lint_paths
+    report = lint_paths(["migrations/"], LintOptions(target="mariadb-10.11"))
+    for finding in report.findings:
+        print(finding.location, finding.rule_id, finding.message)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from govern.errors import UsageError
+from rules.base import Context
+from rules.baseline import load_baseline, split_new, write_baseline
+from rules.config import ConfigFinder, RulesConfig
+from rules.engine import RuleSet, build_ruleset, check_source
+from rules.model import Finding, Location, Severity
+from rules.sql.lexer import Source
+from rules.target import parse_target
+
+if TYPE_CHECKING:
+    from govern.progress import Progress
+    from govern.server import ServerInfo
+
+SCHEMA = "govern.lint"
+SCHEMA_VERSION = 1
+_GLOB_CHARS = set("*?[")
+_SKIPPED_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox"}
+
+
+@dataclasses.dataclass
+class LintOptions:
+    """Command-line choices; each overrides the config file's value when given."""
+
+    select: list[str] | None = None
+    ignore: list[str] = dataclasses.field(default_factory=list)
+    severity: Severity | None = None
+    target: str | None = None
+    #: A target read from a live server: (capabilities, label).
+    live_target: tuple[ServerInfo, str] | None = None
+    #: ``--config FILE`` (or a RulesConfig object) for every file instead of the nearest one.
+    config: Path | RulesConfig | None = None
+    baseline: Path | None = None
+    write_baseline: bool = False
+    progress: bool | None = None  # None: a bar only on a terminal
+
+
+@dataclasses.dataclass
+class FileResult:
+    path: str
+    statements: int
+    findings: list[Finding]
+    suppressed: int
+
+
+@dataclasses.dataclass
+class LintReport:
+    files: list[FileResult]
+    findings: list[Finding]
+    statements: int
+    suppressed: int
+    baselined: int
+    below_threshold: int
+    threshold: Severity
+    targets: list[str]
+    skipped_rules: dict[str, str]
+    rules_run: list[str]
+    elapsed: float
+    baseline: str | None = None
+    baseline_written: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.findings else 0
+
+    def counts(self) -> dict[str, int]:
+        return {s.value: sum(1 for f in self.findings if f.severity is s) for s in Severity}
+
+    def to_json(self) -> dict[str, Any]:
+        from govern import __version__
+
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "govern", "version": __version__},
+            "targets": self.targets,
+            "threshold": self.threshold.value,
+            "files": len(self.files),
+            "statements": self.statements,
+            "findings": [f.to_json() for f in self.findings],
+            "summary": {
+                "findings": len(self.findings),
+                "by_severity": self.counts(),
+                "suppressed": self.suppressed,
+                "baselined": self.baselined,
+                "below_threshold": self.below_threshold,
+            },
+            "rules_run": self.rules_run,
+            "rules_skipped": [
+                {"rule": k, "reason": v} for k, v in sorted(self.skipped_rules.items())
+            ],
+            "baseline": self.baseline,
+            "elapsed_seconds": round(self.elapsed, 3),
+        }
+
+
+# --- discovery -----------------------------------------------------------------------------
+
+
+def discover(paths: Sequence[str], finder: ConfigFinder) -> list[Path | None]:
+    """Files to lint, in order, without duplicates; ``None`` stands for stdin.
+
+    Directories are searched for ``*.sql`` (hidden and tool directories skipped);
+    patterns are expanded (``**`` recursive); ``exclude`` of the nearest config
+    applies to everything found.
+    """
+    found: list[Path | None] = []
+    seen: set[Path] = set()
+
+    def add(path: Path) -> None:
+        resolved = path.resolve()
+        if resolved not in seen and not finder.for_path(path).excluded(path):
+            seen.add(resolved)
+            found.append(path)
+
+    for text in paths:
+        if text == "-":
+            found.append(None)
+            continue
+        path = Path(text)
+        if path.is_dir():
+            for candidate in sorted(path.rglob("*.sql")):
+                parts = candidate.relative_to(path).parts[:-1]
+                if candidate.is_file() and not any(
+                    p in _SKIPPED_DIRS or p.startswith(".") for p in parts
+                ):
+                    add(candidate)
+        elif path.is_file():
+            add(path)
+        elif set(text) & _GLOB_CHARS:
+            matches = sorted(glob.glob(text, recursive=True))
+            files = [Path(m) for m in matches if Path(m).is_file()]
+            if not files:
+                raise UsageError(f"{text}: no files match")
+            for file in files:
+                add(file)
+        else:
+            raise UsageError(f"{text}: no such file or directory")
+    return found
+
+
+def read_sql(path: Path | None) -> tuple[str | None, Finding | None]:
+    """The text of a file (``None``: stdin), and a META001 finding if it was not clean UTF-8.
+
+    A binary file (NUL bytes) gives no text: it is reported, not linted.
+    """
+    label = "<stdin>" if path is None else str(path)
+    try:
+        data = sys.stdin.buffer.read() if path is None else path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{label}: {exc.strerror or exc}") from None
+    if b"\0" in data[:65536]:
+        return None, _file_finding(label, 1, "binary file (NUL bytes): not linted")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        message = f"not valid UTF-8 (first bad byte on line {line}): bad bytes read as U+FFFD"
+        return data.decode("utf-8", "replace"), _file_finding(label, line, message)
+
+
+def _file_finding(path: str, line: int, message: str) -> Finding:
+    return Finding(
+        rule_id="META001",
+        rule_name="parse-error",
+        severity=Severity.ERROR,
+        message=message,
+        location=Location(path, line, 1),
+        statement_lines=(line, line),
+        context=message,
+    )
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+class _Runner:
+    """Per-run caches: a rule set per (config, path ignores), a target per config."""
+
+    def __init__(self, options: LintOptions, finder: ConfigFinder) -> None:
+        self.options = options
+        self.finder = finder
+        self._rulesets: dict[tuple[int, tuple[str, ...]], RuleSet] = {}
+        self._targets: dict[str | None, tuple[ServerInfo | None, str | None]] = {}
+
+    def target(self, config: RulesConfig) -> tuple[ServerInfo | None, str | None]:
+        if self.options.live_target is not None:
+            return self.options.live_target
+        name = self.options.target or config.target
+        if name not in self._targets:
+            where = "--target" if self.options.target else f"{config.label}: target"
+            self._targets[name] = (parse_target(name, where), name) if name else (None, None)
+        return self._targets[name]
+
+    def ruleset(self, config: RulesConfig, path: Path | None) -> RuleSet:
+        ignores = tuple(config.ignored_for(path) if path is not None else ())
+        key = (id(config), ignores)
+        if key not in self._rulesets:
+            has_target = self.target(config)[0] is not None
+            self._rulesets[key] = build_ruleset(
+                config,
+                has_target=has_target,
+                select_ids=self.options.select,
+                ignore_ids=[*self.options.ignore, *ignores],
+            )
+        return self._rulesets[key]
+
+    def lint_text(
+        self, text: str, path: Path | None, label: str, bar: Progress | None = None
+    ) -> tuple[FileResult, RuleSet]:
+        config = self.finder.for_path(path)
+        ruleset = self.ruleset(config, path)
+        target, target_name = self.target(config)
+        ctx = Context(target, target_name)
+        done = 0.0
+
+        def advance(offset: int) -> None:  # a file is one unit of the bar, advanced by offset
+            nonlocal done
+            now = offset / max(len(text), 1)
+            if bar is not None:
+                bar.advance(now - done)
+            done = now
+
+        result = check_source(Source(text, label), ruleset, ctx, config, advance)
+        advance(len(text))
+        return FileResult(label, result.statements, result.findings, result.suppressed), ruleset
+
+
+def lint_paths(paths: Sequence[str], options: LintOptions | None = None) -> LintReport:
+    """Lint files, directories, globs or ``-`` (stdin) and return one report."""
+    from govern.progress import progress
+
+    options = options or LintOptions()
+    started = time.perf_counter()
+    finder = ConfigFinder(options.config)
+    files = discover(paths, finder)
+    runner = _Runner(options, finder)
+    results: list[tuple[FileResult, RuleSet | None, RulesConfig]] = []
+    with progress("govern lint", len(files), force=options.progress) as bar:
+        for path in files:
+            label = "<stdin>" if path is None else str(path)
+            config = finder.for_path(path)
+            text, problem = read_sql(path)
+            if text is None:
+                results.append(
+                    (FileResult(label, 0, [problem] if problem else [], 0), None, config)
+                )
+            else:
+                result, ruleset = runner.lint_text(text, path, label, bar)
+                if problem is not None:
+                    result.findings.insert(0, problem)
+                results.append((result, ruleset, config))
+                continue
+            bar.advance()
+    return _report(results, runner, options, started)
+
+
+def lint_text(text: str, options: LintOptions | None = None, path: str = "<stdin>") -> LintReport:
+    """Lint SQL given as a string (tests, editors, the docstring examples)."""
+    options = options or LintOptions()
+    started = time.perf_counter()
+    finder = ConfigFinder(options.config)
+    runner = _Runner(options, finder)
+    result, ruleset = runner.lint_text(text, None, path)
+    return _report([(result, ruleset, finder.for_path(None))], runner, options, started)
+
+
+def _report(
+    results: list[tuple[FileResult, RuleSet | None, RulesConfig]],
+    runner: _Runner,
+    options: LintOptions,
+    started: float,
+) -> LintReport:
+    shown: list[Finding] = []
+    below = 0
+    thresholds = set()
+    skipped: dict[str, str] = {}
+    ran: set[str] = set()
+    targets: set[str] = set()
+    for result, ruleset, config in results:
+        threshold = options.severity or config.severity or Severity.INFO
+        thresholds.add(threshold)
+        if ruleset is not None:
+            skipped.update(ruleset.skipped)
+            ran.update(ruleset.ids)
+            name = runner.target(config)[1]
+            if name:
+                targets.add(name)
+        for finding in result.findings:
+            if finding.severity.rank >= threshold.rank:
+                shown.append(finding)
+            else:
+                below += 1
+    baseline_path = options.baseline or runner.finder.for_path(None).baseline
+    baselined = 0
+    written = None
+    if baseline_path is not None and options.write_baseline:
+        written = write_baseline(baseline_path, shown)
+        baselined, shown = len(shown), []
+    elif baseline_path is not None:
+        shown, baselined = split_new(shown, load_baseline(baseline_path), baseline_path.parent)
+    elif options.write_baseline:
+        raise UsageError("--write-baseline needs --baseline FILE (or baseline in the config)")
+    return LintReport(
+        files=[r for r, _, _ in results],
+        findings=shown,
+        statements=sum(r.statements for r, _, _ in results),
+        suppressed=sum(r.suppressed for r, _, _ in results),
+        baselined=baselined,
+        below_threshold=below,
+        threshold=min(thresholds, key=lambda s: s.rank) if thresholds else Severity.INFO,
+        targets=sorted(targets),
+        skipped_rules={k: v for k, v in skipped.items() if k not in ran},
+        rules_run=sorted(ran),
+        elapsed=time.perf_counter() - started,
+        baseline=str(baseline_path) if baseline_path else None,
+        baseline_written=written,
+    )

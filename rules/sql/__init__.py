@@ -1,0 +1,1 @@
+"""SQL text for rules: a tokeniser, statements with cheap structure, a script splitter."""

@@ -1,0 +1,41 @@
+-- Flyway-style migration: the shop schema.
+CREATE TABLE IF NOT EXISTS users (
+  id INT UNSIGNED NOT NULL AUTO_INCREMENT,
+  email VARCHAR(190) NOT NULL,
+  name VARCHAR(100) NOT NULL,
+  country CHAR(2) NOT NULL,
+  status TINYINT NOT NULL DEFAULT 1,
+  created_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  PRIMARY KEY (id),
+  UNIQUE KEY k_email (email),
+  KEY k_country_created (country, created_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+CREATE TABLE IF NOT EXISTS events (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  user_id INT UNSIGNED NOT NULL,
+  type VARCHAR(16) NOT NULL,
+  ts DATETIME NOT NULL,
+  amount DECIMAL(10,2) NOT NULL DEFAULT 0,
+  payload JSON NULL,
+  PRIMARY KEY (id),
+  KEY k_user_ts (user_id, ts),
+  KEY k_ts (ts)
+) ENGINE=InnoDB;
+
+CREATE TABLE IF NOT EXISTS daily_summary (
+  day DATE NOT NULL,
+  type VARCHAR(16) NOT NULL,
+  cnt INT UNSIGNED NOT NULL,
+  total DECIMAL(14,2) NOT NULL,
+  PRIMARY KEY (day, type)
+) ENGINE=InnoDB;
+
+CREATE TABLE IF NOT EXISTS user_summary (
+  user_id INT UNSIGNED NOT NULL PRIMARY KEY,
+  n_events INT UNSIGNED NOT NULL,
+  total DECIMAL(14,2) NOT NULL,
+  last_ts DATETIME NULL
+) ENGINE=InnoDB;
+
+ALTER TABLE users ADD COLUMN delimiter CHAR(1) NULL, ALGORITHM=INPLACE, LOCK=NONE;

@@ -1,0 +1,40 @@
+"""The engine as the digest rules (issue 6) use it: one subject with a class ID."""
+
+from __future__ import annotations
+
+from rules.base import Context
+from rules.config import RulesConfig
+from rules.engine import build_ruleset, check_statement
+from rules.sql.statement import Statement
+from rules.target import parse_target
+
+SAMPLE = "SELECT SQL_CACHE id, NOW() FROM orders WHERE id = 5"
+
+
+def _run(sample: str, config: RulesConfig, class_id: str = "3A99CC42AEDCCFCD") -> list:
+    target = parse_target("mariadb-10.11")
+    ruleset = build_ruleset(config, has_target=True, digest=True)
+    subject = Statement.from_sql(sample, class_id=class_id, stats={"calls": 1200})
+    result = check_statement(subject, ruleset, Context(target, "mariadb-10.11"), config)
+    return result.findings
+
+
+def test_a_digest_class_gets_the_static_rules_with_its_class_id() -> None:
+    (finding,) = _run(SAMPLE, RulesConfig())
+    assert finding.rule_id == "QC001" and finding.location.class_id == "3A99CC42AEDCCFCD"
+    assert finding.location.path is None and str(finding.location) == "class 3A99CC42AEDCCFCD"
+    assert finding.to_json()["class_id"] == "3A99CC42AEDCCFCD"
+
+
+def test_per_class_ignores_and_comments_in_the_sample() -> None:
+    config = RulesConfig(per_class_ignores={"3A99CC42AEDCCFCD": ["QC"]})
+    assert _run(SAMPLE, config) == []
+    assert [f.rule_id for f in _run(SAMPLE, config, class_id="OTHER")] == ["QC001"]
+    tagged = "/* govern: ignore[QC001] */ " + SAMPLE
+    assert _run(tagged, RulesConfig()) == []
+
+
+def test_script_rules_are_set_aside_for_digests_with_the_reason() -> None:
+    ruleset = build_ruleset(RulesConfig(), has_target=False, digest=True)
+    assert ruleset.skipped["BATCH008"] == "needs the statements of a file in order"
+    assert "QC003" in ruleset.skipped and "QC001" in ruleset.ids
