@@ -245,3 +245,31 @@ def test_merge_errors(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "not a govern digest" in proc.stderr
     assert govern("digest", "merge").returncode == 2
     assert "Usage: govern digest merge" in govern("digest", "merge", "--help").stdout
+
+
+def test_progress_bar_on_a_terminal_only() -> None:
+    """stderr on a terminal: a progress bar; piped: silence (checked in the tests above)."""
+    import os
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "govern", "digest", "--format", "json", str(DATA / "mariadb.log")],
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+    )
+    os.close(slave)
+    seen = b""
+    while select.select([master], [], [], 10)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.wait(timeout=30) == 0
+    assert b"digesting" in seen

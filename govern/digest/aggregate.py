@@ -53,18 +53,6 @@ class Metric:
     buckets: dict[int, int] = field(default_factory=dict)
     decimal: bool = False  # some value had a decimal point (a time): shown in seconds
 
-    def add(self, value: int, times: int) -> None:
-        if self.count == 0:
-            self.low = self.high = value
-        elif value < self.low:
-            self.low = value
-        elif value > self.high:
-            self.high = value
-        self.count += times
-        self.total += value * times
-        key = sketch.bucket_key(value)
-        self.buckets[key] = self.buckets.get(key, 0) + times
-
     def add_many(self, values: list[tuple[int, int]]) -> None:
         """Add ``(value, times)`` pairs (the engine's batches), with the loop kept local."""
         if not values:
@@ -158,13 +146,6 @@ class Fit:
     sy: int = 0
     sxx: int = 0
     sxy: int = 0
-
-    def add(self, rows: int, micro: int, times: int) -> None:
-        self.n += times
-        self.sx += rows * times
-        self.sy += micro * times
-        self.sxx += rows * rows * times
-        self.sxy += rows * micro * times
 
     def merge(self, other: Fit) -> None:
         self.n += other.n
@@ -277,13 +258,6 @@ class Partial:
     run_whole: dict[int, tuple[bytes, int]] = field(default_factory=dict)
     run_heads: dict[int, tuple[bytes, int]] = field(default_factory=dict)
     run_tails: dict[int, tuple[bytes, int]] = field(default_factory=dict)
-
-    def class_for(self, fingerprint: bytes) -> ClassAgg:
-        """The class an event goes to: ``other`` is never returned here (see engine)."""
-        agg = self.classes.get(fingerprint)
-        if agg is None:
-            agg = self.classes[fingerprint] = ClassAgg(fingerprint)
-        return agg
 
     def note_malformed(self, file: int, line: int, reason: str) -> None:
         self.malformed += 1

@@ -102,31 +102,21 @@ def _run_segment(segment: _Segment, context: Context | None = None) -> RangeResu
     """
     if context is None:
         context = Context(known=segment.first)
-    if segment.path is not None:
-        data = open_mmap(segment.path)
-        try:
-            return digest_range(
-                data,  # type: ignore[arg-type]
-                segment.low,
-                segment.high,
-                at_start=segment.at_start,
-                file=segment.file,
-                options=segment.options,
-                context=context,
-            )
-        finally:
-            if not isinstance(data, bytes):
-                data.close()
-    assert segment.data is not None
-    return digest_range(
-        segment.data,
-        segment.low,
-        segment.high,
-        at_start=segment.at_start,
-        file=segment.file,
-        options=segment.options,
-        context=context,
-    )
+    data = open_mmap(segment.path) if segment.path is not None else segment.data
+    assert data is not None
+    try:
+        return digest_range(
+            data,  # type: ignore[arg-type]
+            segment.low,
+            segment.high,
+            at_start=segment.at_start,
+            file=segment.file,
+            options=segment.options,
+            context=context,
+        )
+    finally:
+        if segment.path is not None and not isinstance(data, bytes):
+            data.close()
 
 
 def _file_segments(index: int, item: Input, options: DigestOptions) -> Iterator[_Segment]:
