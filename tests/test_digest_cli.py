@@ -273,3 +273,23 @@ def test_progress_bar_on_a_terminal_only() -> None:
     os.close(master)
     assert proc.wait(timeout=30) == 0
     assert b"digesting" in seen
+
+
+def test_document_fields_are_the_documented_ones() -> None:
+    """docs/json.md lists every field of govern.digest/1, top level and per class."""
+    import re
+
+    text = (Path(__file__).parent.parent / "docs" / "json.md").read_text()
+    section = text.split("## `govern.digest` version 1", 1)[1].split("\n## ", 1)[0]
+    top_table, class_table = section.split("Each class:", 1)
+
+    def documented(table: str) -> set[str]:
+        names: set[str] = set()
+        for line in table.splitlines():
+            if line.startswith("| `"):
+                names.update(re.findall(r"`([a-z_0-9]+)(?:\[\])?`", line.split("|")[1]))
+        return names
+
+    document = digest_json(str(DATA / "mariadb.log"))
+    assert documented(top_table) == set(document)
+    assert documented(class_table) == set(document["classes"][0])
