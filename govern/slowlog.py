@@ -153,6 +153,7 @@ def read_records(
         return start, data[start:pos]
 
     while pending or pos < stop:
+        at_end = False  # the record runs to the end of the input (it may be cut short)
         if pending:
             offset, text = pending.pop(0)
         else:
@@ -179,6 +180,7 @@ def read_records(
             piece = next_piece(SEPARATOR)
             assert piece is not None
             offset, text = piece
+            at_end = pos == len(data) and not text.endswith(SEPARATOR)
             if text[:1] not in b"# \n":  # a banner or stray text first: point at the header
                 header = text.find(b"\n#")
                 if header >= 0:
@@ -194,7 +196,7 @@ def read_records(
         if not text.startswith(b"#"):
             text = b"#" + text
         text = text[:-3] if text.endswith(SEPARATOR) else _STRIP_END.sub(b"", text, count=1)
-        _append(records, offset, text, pending, next_piece)
+        _append(records, offset, text, pending, next_piece, at_end)
     return records, pos
 
 
@@ -222,10 +224,18 @@ def _append(
     text: bytes,
     pending: list[tuple[int, bytes]],
     next_piece: Callable[[bytes], tuple[int, bytes] | None],
+    at_end: bool = False,
 ) -> None:
-    """Add one record; without a statement line, take pt's fallback (reads on)."""
+    """Add one record; without a statement line, take pt's fallback (reads on).
+
+    A record at the very end of the input whose statement is empty was cut short:
+    it is marked (``forced_arg`` empty) so the digest reports it.
+    """
     start = _STATEMENT_START.search(text)
     if start:
+        if at_end and not text[start.end() :].strip():
+            records.append(Record(offset, text, forced_arg=b""))
+            return
         records.append(Record(offset, text, start.start()))
         return
     if _has_inline_admin(text):

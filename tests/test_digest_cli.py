@@ -293,3 +293,15 @@ def test_document_fields_are_the_documented_ones() -> None:
     document = digest_json(str(DATA / "mariadb.log"))
     assert documented(top_table) == set(document)
     assert documented(class_table) == set(document["classes"][0])
+
+
+def test_log_cut_inside_an_event(tmp_path: Path) -> None:
+    whole = (DATA / "mysql57.log").read_bytes()
+    cut = tmp_path / "cut.log"
+    cut.write_bytes(whole[: whole.rindex(b"# Query_time")])  # the last event loses its statement
+    proc = govern("digest", "--format", "json", str(cut))
+    assert proc.returncode == 0
+    document = json.loads(proc.stdout)
+    assert document["totals"]["events"] == 2 and document["totals"]["malformed"] == 1
+    assert document["malformed"][0]["line"] == 15  # its "# Time:" line
+    assert f"{cut}:15: event without a statement: the input ends inside it" in proc.stderr

@@ -238,7 +238,9 @@ class Digester:
             if fp is None:
                 partial.no_statement += 1
                 if record.forced_arg == b"":
-                    self.malformed_offsets.append((record.offset, "event without a statement"))
+                    self.malformed_offsets.append(
+                        (record.offset, "event without a statement: the input ends inside it")
+                    )
                 continue
             attributes = event.attributes
             query_time_raw = attributes.get(b"Query_time")
