@@ -50,7 +50,7 @@ CATEGORICAL = frozenset(
 
 _NUMBER = re.compile(rb"(\d+)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$")
 _FLOAT = re.compile(rb"[+-]?\d+\.\d*(?:[eE][+-]?\d+)?$")
-_QUOTED = re.compile(rb"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.S)
+_QUOTED = re.compile(rb"'[^'\\]*(?:\\.[^'\\]*)*'|\"[^\"\\]*(?:\\.[^\"\\]*)*\"", re.S)
 _TUPLE_SEPARATOR = re.compile(rb"\)\s*,\s*\(")
 #: Statements whose rows per statement and per-statement overhead matter (batching).
 _WRITE = re.compile(rb"(?:insert|replace|update|delete)\b")
