@@ -14,10 +14,12 @@ added to sketches once per distinct value.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -65,7 +67,9 @@ NUM, YES, NO, TEXT = 0, 1, 2, 3
 Row = tuple[
     dict[bytes, bytes], bytes | None, bytes | None, bytes | None, int, str | None, int, int, bytes
 ]
-BATCH = 4096
+#: Events per batch: larger batches count more repeated values at once (measured:
+#: 16,384 is a third faster than 4,096; beyond, the gain is lost in memory).
+BATCH = 16384
 _FINGERPRINT_CACHE_LIMIT = 20_000
 
 
@@ -641,10 +645,28 @@ def digest_range(
     """
     options = options or EngineOptions()
     context = context or Context(known=at_start)
-    records, reached = read_records(data, start, stop, at_start=at_start, end=end)
-    digester = Digester(options, context, file)
-    digester.feed(records)
-    return digester.finish(data, start, reached)
+    with _without_cycle_collector():
+        records, reached = read_records(data, start, stop, at_start=at_start, end=end)
+        digester = Digester(options, context, file)
+        digester.feed(records)
+        return digester.finish(data, start, reached)
+
+
+@contextlib.contextmanager
+def _without_cycle_collector() -> Iterator[None]:
+    """Pause Python's cycle collector while a range is digested.
+
+    The engine builds no reference cycles, but it allocates millions of small
+    objects, and the collector would walk the live ones again and again: about
+    a fifth of the time (measured). Reference counting still frees everything.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def digest_records(
