@@ -71,6 +71,9 @@ Row = tuple[
 #: 16,384 is a third faster than 4,096; beyond, the gain is lost in memory).
 BATCH = 16384
 _FINGERPRINT_CACHE_LIMIT = 20_000
+_FINGERPRINTS: dict[bytes, bytes] = {}  # cache_key(statement) -> fingerprint
+_VALUE_TYPES: dict[bytes, tuple[int, int]] = {}  # attribute value -> classify(value)
+_TEXTS: dict[bytes, str] = {}  # bytes -> decoded text
 
 
 def micro_units(raw: bytes) -> int | None:
@@ -164,9 +167,10 @@ class Digester:
         self.db_known = context.known
         self.deferring = not context.known and (options.needs_ts or options.needs_db)
         self.deferred: list[Record] = []
-        self.fingerprints: dict[bytes, bytes] = {}
-        self.value_types: dict[bytes, tuple[int, int]] = {}
-        self.texts: dict[bytes, str] = {}
+        # Caches of pure functions, shared by the ranges a process digests (bounded).
+        self.fingerprints = _FINGERPRINTS
+        self.value_types = _VALUE_TYPES
+        self.texts = _TEXTS
         # fingerprint -> (class, rows, is INSERT … VALUES), for the current batch
         # (None: the other class, shared by every fingerprint past --max-classes)
         self.pending: dict[bytes | None, tuple[ClassAgg, list[Row], int]] = {}
