@@ -70,7 +70,7 @@ Row = tuple[
 #: Events per batch: larger batches count more repeated values at once (measured:
 #: 16,384 is a third faster than 4,096; beyond, the gain is lost in memory).
 BATCH = 16384
-_FINGERPRINT_CACHE_LIMIT = 20_000
+_FINGERPRINT_CACHE_LIMIT = 50_000
 _FINGERPRINTS: dict[bytes, bytes] = {}  # cache_key(statement) -> fingerprint
 _VALUE_TYPES: dict[bytes, tuple[int, int]] = {}  # attribute value -> classify(value)
 _TEXTS: dict[bytes, str] = {}  # bytes -> decoded text
