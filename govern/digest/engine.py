@@ -219,7 +219,7 @@ class Digester:
     def _text(self, raw: bytes) -> str:
         found = self.texts.get(raw)
         if found is None:
-            if len(self.texts) > 20_000:
+            if len(self.texts) > 50_000:
                 self.texts.clear()
             found = self.texts[raw] = raw.decode("utf-8", "backslashreplace")
         return found
