@@ -92,3 +92,22 @@ def test_gzip_stream_equals_plain_file(tmp_path: Path, monkeypatch: pytest.Monke
             item | {"sample": item["sample"] | {"file": str(packed)}}
             for item in expected["classes"]
         ]
+
+
+def test_several_inputs_parallel_equals_serial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inherited ts/db and runs carry from one file to the next, in parallel too."""
+    from govern.digest.filters import parse_filters
+    from govern.digest.result import to_document
+    from govern.digest.runner import DigestOptions, digest_paths
+
+    packed = tmp_path / "percona.log.gz"
+    packed.write_bytes(gzip.compress((DATA / "percona.log").read_bytes()))
+    files = [str(p) for p in sorted(DATA.glob("*.log"))] + [str(packed)]
+    for extra in ({}, {"filters": parse_filters(["db=shop"]), "since": "2000-01-01 00:00:00"}):
+        serial = to_document(digest_paths(files, DigestOptions(jobs=1, **extra)))  # type: ignore[arg-type]
+        monkeypatch.setattr(runner, "PARALLEL_MINIMUM", 0)
+        parallel = to_document(digest_paths(files, DigestOptions(jobs=2, segment=300, **extra)))  # type: ignore[arg-type]
+        assert parallel == serial
+        assert serial["totals"]["events"] > 0
