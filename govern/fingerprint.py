@@ -171,19 +171,19 @@ _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 def cache_key(query: bytes) -> bytes:
     """A key with ``fingerprint(a) == fingerprint(b)`` whenever ``cache_key(a) == cache_key(b)``.
 
-    Every digit becomes ``0``. No step of the algorithm tells digits apart (each
-    class that holds one digit holds all ten) and after the number step no
-    digit is left, so the fingerprint does not change, except where pt returns
-    text early: CALL, administrator commands and mysqldump's query keep their
-    digits, and those queries are their own key.
+    Every digit becomes ``0``: no step of the algorithm tells digits apart (each
+    class that holds one digit holds all ten) and after the number step no digit
+    is left. Where pt returns text early, that text decides: administrator
+    commands and mysqldump's query are their own key, and a CALL is keyed by what
+    pt keeps of it, behind a ``1`` (no other key holds a 1).
     """
     head = query[:1]
-    if (
-        (head == b"a" and query.startswith(_ADMIN))
-        or (head == b"S" and _MYSQLDUMP.match(query))
-        or (head in b"cC \t\r\n\x0b\x0c" and _CALL.match(query))
-    ):
+    if (head == b"a" and query.startswith(_ADMIN)) or (head == b"S" and _MYSQLDUMP.match(query)):
         return query
+    if head in b"cC \t\r\n\x0b\x0c":
+        call = _CALL.match(query)
+        if call:
+            return b"1" + call.group(1).lower()
     return query.translate(_DIGITS_TO_ZERO)
 
 
