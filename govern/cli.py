@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "lint": "rules.cli:lint",
     "rules": "rules.cli:rules",
     "schedule": "schedulers.cli:schedule",
+    "digest": "govern.commands.digest:digest",
 }
 
 
