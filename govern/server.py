@@ -86,6 +86,8 @@ class ReplicaStatus:
     sql_running: bool
     lag_seconds: int | None
     last_error: str
+    #: the source's server_id (pt-heartbeat keys its rows by it); None when not shown
+    source_server_id: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +114,12 @@ class ServerInfo:
         """``MariaDB 10.11.19`` / ``MySQL 8.0.36`` / ``Percona Server 8.0.36``."""
         name = {"mariadb": "MariaDB", "mysql": "MySQL", "percona": "Percona Server"}[self.flavor]
         return f"{name} {'.'.join(map(str, self.version))}"
+
+    @property
+    def identity(self) -> str:
+        """``hostname:port`` as the server reports them: one name for a server, whether
+        reached through its socket, 127.0.0.1 or a remote address."""
+        return f"{self.variables.get('hostname', '?')}:{self.variables.get('port', '?')}"
 
     @property
     def target(self) -> str:
@@ -255,6 +263,12 @@ class ServerInfo:
         return "SHOW SLAVE STATUS"
 
     @property
+    def statement_time_variable(self) -> str | None:
+        """MariaDB's ``max_statement_time`` aborts any statement server-side; MySQL's
+        ``max_execution_time`` covers read-only SELECTs only, so None there."""
+        return "max_statement_time" if self.is_mariadb else None
+
+    @property
     def has_metadata_lock_info(self) -> bool:
         """MariaDB's METADATA_LOCK_INFO view lists user-lock holders (plugin installed)."""
         return "metadata_lock_info" in self.plugins
@@ -286,9 +300,19 @@ def read_replica_status(
                 == "Yes",
                 lag_seconds=None if lag is None else int(lag),
                 last_error=str(row.get("Last_Error") or ""),
+                source_server_id=_int_or_none(
+                    row.get("Master_Server_Id", row.get("Source_Server_Id"))
+                ),
             )
         )
     return tuple(channels), None
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return None if value in (None, "") else int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def read_plugins(conn: Connection) -> frozenset[str]:
@@ -317,10 +341,13 @@ def detect(conn: Connection, *, replica_status: bool = True) -> ServerInfo:
     """Read-only detection: variables, plugins and (if allowed) replica status."""
     variables = read_variables(conn)
     info = build_info(variables, plugins=read_plugins(conn))
-    if replica_status:
-        replicas, error = read_replica_status(conn, info.replica_status_statement)
-        info = dataclasses.replace(info, replicas=replicas, replica_status_error=error)
-    return info
+    return with_replica_status(conn, info) if replica_status else info
+
+
+def with_replica_status(conn: Connection, info: ServerInfo) -> ServerInfo:
+    """``info`` with the replica status read (a separate step: it is some 60 columns)."""
+    replicas, error = read_replica_status(conn, info.replica_status_statement)
+    return dataclasses.replace(info, replicas=replicas, replica_status_error=error)
 
 
 def current_account(conn: Connection) -> tuple[str, str]:
