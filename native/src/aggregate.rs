@@ -117,7 +117,7 @@ pub enum NumStats {
     Empty,
     Same {
         count: u64,
-        value: i64,
+        value: i128,
     },
     Varied(Box<Varied>),
 }
@@ -126,22 +126,22 @@ pub enum NumStats {
 pub struct Varied {
     count: u64,
     sum: i128,
-    min: i64,
-    max: i64,
+    min: i128,
+    max: i128,
     sketch: Sketch,
 }
 
 impl Varied {
-    fn of_same(count: u64, value: i64) -> Box<Varied> {
+    fn of_same(count: u64, value: i128) -> Box<Varied> {
         let mut sketch = Sketch::default();
         sketch.add_n(value, count);
-        Box::new(Varied { count, sum: value as i128 * count as i128, min: value, max: value, sketch })
+        Box::new(Varied { count, sum: value * count as i128, min: value, max: value, sketch })
     }
 }
 
 impl NumStats {
     #[inline]
-    pub fn add(&mut self, v: i64) {
+    pub fn add(&mut self, v: i128) {
         match self {
             NumStats::Empty => *self = NumStats::Same { count: 1, value: v },
             NumStats::Same { count, value } if *value == v => *count += 1,
@@ -186,12 +186,12 @@ impl NumStats {
     pub fn sum(&self) -> i128 {
         match self {
             NumStats::Empty => 0,
-            NumStats::Same { count, value } => *value as i128 * *count as i128,
+            NumStats::Same { count, value } => *value * *count as i128,
             NumStats::Varied(f) => f.sum,
         }
     }
 
-    pub fn min(&self) -> i64 {
+    pub fn min(&self) -> i128 {
         match self {
             NumStats::Empty => 0,
             NumStats::Same { value, .. } => *value,
@@ -199,7 +199,7 @@ impl NumStats {
         }
     }
 
-    pub fn max(&self) -> i64 {
+    pub fn max(&self) -> i128 {
         match self {
             NumStats::Empty => 0,
             NumStats::Same { value, .. } => *value,
@@ -219,11 +219,11 @@ impl NumStats {
 
 impl Varied {
     #[inline]
-    fn add(&mut self, v: i64) {
+    fn add(&mut self, v: i128) {
         self.min = self.min.min(v);
         self.max = self.max.max(v);
         self.count += 1;
-        self.sum += v as i128;
+        self.sum += v;
         self.sketch.add(v);
     }
 
@@ -276,7 +276,7 @@ impl PartialEq for Counts {
 #[derive(Clone, Debug, Default)]
 pub struct Sample {
     pub order: (u64, u64),
-    pub query_time: i64,
+    pub query_time: i128,
     pub query: Box<[u8]>,
     pub ts: Option<i64>,
     /// Interned db value.

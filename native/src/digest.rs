@@ -334,7 +334,7 @@ impl Digester {
                 }
             }
         }
-        class.num(self.query_length_attr).add(arg.len() as i64 * 1_000_000);
+        class.num(self.query_length_attr).add(arg.len() as i128 * 1_000_000);
         if let Some(user) = ev.known(Known::User) {
             class.text(self.user_attr, texts.id(user), 1);
         }

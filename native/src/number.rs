@@ -10,7 +10,7 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Typed {
     /// A number in micro-units.
-    Num(i64),
+    Num(i128),
     Yes,
     No,
     Text,
@@ -32,8 +32,8 @@ pub fn classify(raw: &[u8]) -> Typed {
     }
 }
 
-fn digits(raw: &[u8]) -> Option<i64> {
-    raw.iter().try_fold(0i64, |n, &d| n.checked_mul(10)?.checked_add((d - b'0') as i64))
+fn digits(raw: &[u8]) -> Option<i128> {
+    raw.iter().try_fold(0i128, |n, &d| n.checked_mul(10)?.checked_add((d - b'0') as i128))
 }
 
 /// `[+-]?\d+\.\d*(?:[eE][+-]?\d+)?$`
@@ -57,8 +57,8 @@ fn is_float(raw: &[u8]) -> bool {
 }
 
 /// A decimal text as an integer of millionths, rounding half up past six decimals;
-/// `None` when it is not a decimal or does not fit in 64 bits.
-pub fn micro_units(raw: &[u8]) -> Option<i64> {
+/// `None` when it is not a decimal or does not fit in 128 bits.
+pub fn micro_units(raw: &[u8]) -> Option<i128> {
     let (sign, s) = match raw.first()? {
         b'-' => (-1i128, &raw[1..]),
         b'+' => (1, &raw[1..]),
@@ -117,7 +117,7 @@ pub fn micro_units(raw: &[u8]) -> Option<i64> {
         let divisor = 10i128.pow((-scale) as u32);
         (value + divisor / 2) / divisor
     };
-    i64::try_from(sign * v).ok()
+    Some(sign * v)
 }
 
 #[cfg(test)]
@@ -141,8 +141,10 @@ mod tests {
     }
 
     #[test]
-    fn numbers_too_large_for_64_bits_are_text() {
-        assert_eq!(classify(b"99999999999999999999"), Typed::Text);
+    fn numbers_beyond_64_bits() {
+        // MariaDB writes a wrapped-around Bytes_sent: 2^64 - 5821, as the Python engine keeps it.
+        assert_eq!(classify(b"18446744073709545795"), Typed::Num(18_446_744_073_709_545_795_000_000));
+        assert_eq!(classify(b"999999999999999999999999999999999999999"), Typed::Text);
         assert_eq!(classify(b"1.0e400"), Typed::Text);
         assert_eq!(classify(b"1.0e-400"), Typed::Num(0));
     }

@@ -13,18 +13,18 @@ pub const SUB_BITS: u32 = 7;
 /// The bucket key of a value: `shift = max(0, bit_length(v) − 8)`,
 /// `key = (shift << 7) + (v >> shift)`; negative values mirror below zero.
 #[inline]
-pub fn key_of(v: i64) -> i32 {
+pub fn key_of(v: i128) -> i32 {
     if v < 0 {
         return -1 - key_of_magnitude(v.unsigned_abs());
     }
-    key_of_magnitude(v as u64)
+    key_of_magnitude(v as u128)
 }
 
 #[inline]
-fn key_of_magnitude(v: u64) -> i32 {
-    let bit_length = 64 - v.leading_zeros();
+fn key_of_magnitude(v: u128) -> i32 {
+    let bit_length = 128 - v.leading_zeros();
     let shift = bit_length.saturating_sub(SUB_BITS + 1);
-    ((shift << SUB_BITS) as u64 + (v >> shift)) as i32
+    ((shift << SUB_BITS) as u128 + (v >> shift)) as i32
 }
 
 /// The inclusive value range of a non-negative key.
@@ -61,11 +61,11 @@ pub struct Sketch {
 
 impl Sketch {
     #[inline]
-    pub fn add(&mut self, v: i64) {
+    pub fn add(&mut self, v: i128) {
         self.add_key(key_of(v), 1);
     }
 
-    pub fn add_n(&mut self, v: i64, n: u64) {
+    pub fn add_n(&mut self, v: i128, n: u64) {
         self.add_key(key_of(v), n);
     }
 
@@ -109,12 +109,14 @@ mod tests {
             assert_eq!(key_of(v), v as i32);
         }
         assert_eq!(key_of(-316), -287);
+        // 2^64 - 5821 Bytes in micro-units, as the Python engine keys it.
+        assert_eq!(key_of(18_446_744_073_709_545_795_000_000), 9972);
     }
 
     #[test]
     fn every_value_lies_in_its_bucket() {
         for v in (0..200_000u64).chain([u32::MAX as u64, i64::MAX as u64]) {
-            let (lo, hi) = key_range(key_of(v as i64));
+            let (lo, hi) = key_range(key_of(v as i128));
             assert!(lo <= v && v <= hi, "{v}");
             assert!((hi - lo) as f64 <= v as f64 / 128.0, "{v}: bucket too wide");
         }
@@ -123,7 +125,7 @@ mod tests {
     #[test]
     fn merge_equals_adding_everything_to_one() {
         let (mut a, mut b, mut all) = (Sketch::default(), Sketch::default(), Sketch::default());
-        for i in 0..1000i64 {
+        for i in 0..1000i128 {
             let v = (i % 97) * 10_007 - 50_000;
             if i % 3 == 0 {
                 a.add(v)
