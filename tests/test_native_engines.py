@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import require_corpus
+
 from govern import native
 from govern.digest.engine import EngineOptions, digest_range
 
