@@ -109,15 +109,15 @@ impl AttrTable {
 /// One numeric attribute within a class, in micro-units: count, exact sum, min, max,
 /// sketch. Many attributes keep one value within a class (Rows_affected 0, a fixed
 /// Bytes_sent…): those cost 24 bytes; an attribute moves to the heap at its second value.
-/// The representation is canonical (`Same` exactly when all values are equal), so
-/// equal data compare equal however the log was cut.
+/// The representation is canonical (`Same` exactly when all values are equal and fit
+/// in 64 bits), so equal data compare equal however the log was cut.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum NumStats {
     #[default]
     Empty,
     Same {
         count: u64,
-        value: i128,
+        value: i64,
     },
     Varied(Box<Varied>),
 }
@@ -143,10 +143,13 @@ impl NumStats {
     #[inline]
     pub fn add(&mut self, v: i128) {
         match self {
-            NumStats::Empty => *self = NumStats::Same { count: 1, value: v },
-            NumStats::Same { count, value } if *value == v => *count += 1,
+            NumStats::Empty => match i64::try_from(v) {
+                Ok(value) => *self = NumStats::Same { count: 1, value },
+                Err(_) => *self = NumStats::Varied(Varied::of_same(1, v)),
+            },
+            NumStats::Same { count, value } if *value as i128 == v => *count += 1,
             NumStats::Same { count, value } => {
-                let mut full = Varied::of_same(*count, *value);
+                let mut full = Varied::of_same(*count, *value as i128);
                 full.add(v);
                 *self = NumStats::Varied(full);
             }
@@ -170,7 +173,7 @@ impl NumStats {
     fn to_varied(&self) -> Box<Varied> {
         match self {
             NumStats::Empty => Box::new(Varied { count: 0, sum: 0, min: 0, max: 0, sketch: Sketch::default() }),
-            NumStats::Same { count, value } => Varied::of_same(*count, *value),
+            NumStats::Same { count, value } => Varied::of_same(*count, *value as i128),
             NumStats::Varied(full) => full.clone(),
         }
     }
@@ -186,7 +189,7 @@ impl NumStats {
     pub fn sum(&self) -> i128 {
         match self {
             NumStats::Empty => 0,
-            NumStats::Same { count, value } => *value * *count as i128,
+            NumStats::Same { count, value } => *value as i128 * *count as i128,
             NumStats::Varied(f) => f.sum,
         }
     }
@@ -194,7 +197,7 @@ impl NumStats {
     pub fn min(&self) -> i128 {
         match self {
             NumStats::Empty => 0,
-            NumStats::Same { value, .. } => *value,
+            NumStats::Same { value, .. } => *value as i128,
             NumStats::Varied(f) => f.min,
         }
     }
@@ -202,7 +205,7 @@ impl NumStats {
     pub fn max(&self) -> i128 {
         match self {
             NumStats::Empty => 0,
-            NumStats::Same { value, .. } => *value,
+            NumStats::Same { value, .. } => *value as i128,
             NumStats::Varied(f) => f.max,
         }
     }
@@ -211,7 +214,7 @@ impl NumStats {
     pub fn buckets(&self) -> Vec<(i32, u64)> {
         match self {
             NumStats::Empty => Vec::new(),
-            NumStats::Same { count, value } => vec![(crate::sketch::key_of(*value), *count)],
+            NumStats::Same { count, value } => vec![(crate::sketch::key_of(*value as i128), *count)],
             NumStats::Varied(f) => f.sketch.buckets().collect(),
         }
     }
