@@ -13,7 +13,8 @@ Query_time sum). pt-query-digest runs at ~5 MB/s, so by default it reads only th
 load average before and after.
 
 Each tool runs as its own child process; peak RSS is that child's (wait4's ru_maxrss), which
-for the native core includes the Python interpreter and the result dicts.
+for the native core includes the Python interpreter and the summary of every class. CPU time
+(user + system) is printed too: the machine is shared, and it does not depend on the load.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 CACHE = REPO / ".tmp" / "bench"
 SEP = b";\n#"
+#: CPU seconds (user + system) of the last measured child: the machine is shared, and
+#: CPU time says what a run costs whatever else is running.
+LAST_CPU = [0.0]
 
 NATIVE_CHILD = """
 import json, resource, sys, time
@@ -60,7 +64,7 @@ def measured(command: list[str]) -> tuple[float, int, bytes]:
         "p = subprocess.Popen(sys.argv[1:])\n"
         "_, status, usage = os.wait4(p.pid, 0)\n"
         "sys.stderr.write(json.dumps({'wall': time.perf_counter() - t, 'rss': usage.ru_maxrss * 1024,"
-        " 'status': status}) + '\\n')\n"
+        " 'cpu': usage.ru_utime + usage.ru_stime, 'status': status}) + '\\n')\n"
     )
     child = subprocess.run(
         [sys.executable, "-c", wrapper, *command], capture_output=True, check=True
@@ -68,6 +72,7 @@ def measured(command: list[str]) -> tuple[float, int, bytes]:
     stats = json.loads(child.stderr.decode().strip().splitlines()[-1])
     if stats["status"]:
         sys.exit(f"{command[0]} exited with status {stats['status']}")
+    LAST_CPU[0] = stats["cpu"]
     return stats["wall"], stats["rss"], child.stdout
 
 
@@ -219,19 +224,23 @@ def main() -> None:
 
     cat_secs = cat_speed(path)
     row("cat FILE > /dev/null", "whole file, warm", cat_secs, size, None)
-    runs = [native(path, args.threads) for _ in range(max(1, args.repeat))]
+    runs, cpus = [], []
+    for _ in range(max(1, args.repeat)):
+        runs.append(native(path, args.threads))
+        cpus.append(LAST_CPU[0])
     secs, wall, rss, result = min(runs, key=lambda r: r[0])
-    if len(runs) > 1:
-        print(
-            f"native runs: {', '.join(f'{size / r[0] / 1e6:.0f}' for r in runs)} MB/s (best shown)"
-        )
+    speeds = ", ".join(f"{size / r[0] / 1e6:.0f}" for r in runs)
+    print(
+        f"native runs: {speeds} MB/s (best shown); CPU {min(cpus):.1f} s user+system, {size / min(cpus) / 1e6:.0f} MB per CPU-second"
+    )
     row(
         "govern native core",
         f"whole file, {args.threads or os.cpu_count()} threads",
         secs,
         size,
         rss,
-        f"{len(result['classes'])} classes, {result['events']} events; {wall:.2f} s with start-up",
+        f"{len(result['classes'])} classes, {result['events']} events; {wall:.2f} s with start-up;"
+        f" {result['rss_digest'] / 2**20:.0f} MiB before the summary",
     )
 
     pt_path = (
@@ -241,6 +250,7 @@ def main() -> None:
     )
     pt_size = pt_path.stat().st_size
     pt_secs, pt_rss, pt_found = pt(pt_path)
+    print(f"pt CPU time: {LAST_CPU[0]:.1f} s, {pt_size / LAST_CPU[0] / 1e6:.1f} MB per CPU-second")
     what = "whole file" if pt_path == path else f"first {pt_size / 1e9:.2f} GB"
     row("pt-query-digest 3.2.1", what, pt_secs, pt_size, pt_rss, f"{len(pt_found)} classes")
     if pt_path != path:
