@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "load": "govern.commands.load:load",
     "lint": "rules.cli:lint",
     "rules": "rules.cli:rules",
+    "digest": "govern.commands.digest_compare:digest",
 }
 
 

@@ -97,8 +97,8 @@ class Browser:
                 for (const svg of document.querySelectorAll('svg[data-chart]')) {
                     const box = svg.getBoundingClientRect();
                     const kind = svg.dataset.chart;
-                    // Only charts that are laid out and drawn count as present.
-                    if (box.width > 0 && box.height > 0 && svg.childElementCount > 1)
+                    // Only charts drawn on the page count: not those in closed <details>.
+                    if (box.width > 0 && box.height > 0 && svg.checkVisibility() && svg.childElementCount > 1)
                         counts[kind] = (counts[kind] || 0) + 1;
                 }
                 return counts;

@@ -91,7 +91,13 @@ def test_durations_read_like_a_person_writes_them(seconds: float | None, text: s
 
 
 def test_counts_and_shares() -> None:
-    assert [count(v) for v in (987, 12345, 4_560_000, 2.5)] == ["987", "12.3k", "4.56M", "2.50"]
+    assert [count(v) for v in (987, 12345, 4_560_000, 2.5, 0.00512)] == [
+        "987",
+        "12.3k",
+        "4.56M",
+        "2.5",
+        "0.00512",
+    ]
     assert share(0.971) == "97%" and share(0.125, 1) == "12.5%"
 
 

@@ -49,7 +49,7 @@ def count(value: float | None) -> str:
             return f"{sign}{_three(v / limit)}{suffix}"
     if v == int(v):
         return f"{sign}{int(v)}"
-    return f"{sign}{_three(v)}"
+    return f"{sign}{v:.3g}"
 
 
 def share(value: float | None, digits: int = 0) -> str:

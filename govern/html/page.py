@@ -7,10 +7,15 @@ never touches the network, whatever text a slow log put in it.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from govern import __version__
+from govern.errors import UsageError
 from govern.html.markup import Markup, join, tag
 from govern.html.style import CSS
 
@@ -79,3 +84,43 @@ def anchor(prefix: str, key: str) -> str:
     """An element id from arbitrary text (class IDs, job names): letters, digits, ``-``, ``_``."""
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in key)
     return f"{prefix}-{safe}"
+
+
+def clock(stamp: str | None) -> str:
+    """An ISO 8601 timestamp from a document as ``2024-03-01 10:00:00 UTC`` ('' for None)."""
+    if not stamp:
+        return ""
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp
+    if moment.tzinfo is None:
+        return moment.strftime("%Y-%m-%d %H:%M:%S")
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def write_page(text: str, destination: str) -> None:
+    """Write a page to ``destination`` (``-`` is stdout) whole or not at all.
+
+    A report is written next to its final name and renamed into place, so a reader
+    never opens half a file and a failed run leaves the previous report intact.
+    """
+    if destination == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    target = os.path.abspath(destination)
+    directory = os.path.dirname(target)
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=".govern-report-", suffix=".html", dir=directory)
+    except OSError as exc:
+        raise UsageError(f"-o {destination}: cannot write there ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise UsageError(f"-o {destination}: cannot write there ({exc.strerror})") from None
