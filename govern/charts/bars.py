@@ -37,13 +37,7 @@ def bar_chart(
     ticks = nice_ticks(max(b.value for b in bars))
     value_room = 70
     x = Linear(0.0, ticks[-1], label_width, width - value_room)
-    parts: list[object] = []
-    axis_y = height - bottom
-    for tick in ticks:
-        parts.append(svg.line(x(tick), top, x(tick), axis_y, stroke=svg.GRID))
-        parts.append(
-            svg.text(x(tick), axis_y + 14, unit(tick), text_anchor="middle", fill=svg.MUTED)
-        )
+    parts: list[object] = _value_axis(ticks, x, top, height - bottom, unit)
     for index, bar in enumerate(bars):
         y = top + index * (bar_height + gap)
         body = svg.tag(
@@ -67,6 +61,19 @@ def bar_chart(
         )
         parts.append(svg.tag("a", body, href=bar.href) if bar.href else body)
     return svg.frame("bars", label, width, height, *parts)
+
+
+def _value_axis(
+    ticks: list[float], x: Linear, top: float, axis_y: float, unit: Callable[[float], str]
+) -> list[object]:
+    """Vertical grid lines with their labels under the axis, for horizontal bars."""
+    parts: list[object] = []
+    for tick in ticks:
+        parts.append(svg.line(x(tick), top, x(tick), axis_y, stroke=svg.GRID))
+        parts.append(
+            svg.text(x(tick), axis_y + 14, unit(tick), text_anchor="middle", fill=svg.MUTED)
+        )
+    return parts
 
 
 def histogram(
@@ -151,13 +158,8 @@ def paired_bars(
         svg.text(label_width + 14, 13, names[0]),
         svg.rect(label_width + 120, 4, 10, 10, fill=svg.PALETTE[0]),
         svg.text(label_width + 134, 13, names[1]),
+        *_value_axis(ticks, x, top, height - bottom, unit),
     ]
-    axis_y = height - bottom
-    for tick in ticks:
-        parts.append(svg.line(x(tick), top, x(tick), axis_y, stroke=svg.GRID))
-        parts.append(
-            svg.text(x(tick), axis_y + 14, unit(tick), text_anchor="middle", fill=svg.MUTED)
-        )
     for index, pair in enumerate(pairs):
         y = top + index * (row + gap)
         items: list[object] = [
