@@ -180,3 +180,24 @@ def test_load_pt_json_numbers_as_numbers(recorded: tuple[Path, Path]) -> None:
     assert top.fingerprint.startswith("select sleep(?)")
     assert isinstance(top.query_time.p95, float) and top.count == 10
     assert sum(n for _, n in top.histogram) == 10
+
+
+def test_an_unwritable_output_is_a_one_line_error(tmp_path: Path) -> None:
+    saved = tmp_path / "d.json"
+    saved.write_text(json.dumps({"global": {"query_count": 0}, "classes": []}))
+    result = govern(
+        "digest", "compare", str(saved), str(saved), "-o", str(tmp_path / "no" / "x.html")
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("govern: error: -o ") and "cannot write there" in result.stderr
+    empty = govern(
+        "digest",
+        "compare",
+        str(saved),
+        str(saved),
+        "--format",
+        "html",
+        "-o",
+        str(tmp_path / "e.html"),
+    )
+    assert empty.returncode == 0 and "nothing to show" in (tmp_path / "e.html").read_text()

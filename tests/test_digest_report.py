@@ -155,3 +155,8 @@ def test_a_large_digest_stays_small_and_fast() -> None:
     assert "9,980 smaller classes are not listed here" in html
     assert len(html) < 6_000_000, len(html)
     assert elapsed < 10, elapsed  # about 1 s on the 2-core machine; generous under load
+
+
+def test_an_empty_digest_still_makes_a_page() -> None:
+    html = digest_report(Digest("empty.json", "govern", 0, [], 0.0))
+    assert "no timeline" in html and "nothing to show" in html and "Other classes" not in html

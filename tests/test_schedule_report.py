@@ -88,3 +88,14 @@ def test_report_opens_clean_in_chromium(browser: Any, tmp_path: Path) -> None:
     assert opened.clean, (opened.console_errors, opened.page_errors, opened.requests)
     assert opened.charts == {"gantt": 2, "curves": 1, "pairs": 1}
     assert png_size(tmp_path / "night.png")[1] > 900
+
+
+def test_a_night_still_running_has_no_summary_yet() -> None:
+    night, _ = recorded()
+    night["summary"], night["finished_at"], night["status"] = None, None, "running"
+    last = night["jobs"][0]
+    last["outcome"] = last["attempts"][-1]["outcome"] = "running"
+    last["attempts"][-1]["finish_s"] = None
+    html = schedule_report(night)
+    assert "still running" in html and 'data-outcome="running"' in html
+    assert len(charts(html, "gantt")) == 2 and len(charts(html, "curves")) == 1
