@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "lint": "rules.cli:lint",
     "rules": "rules.cli:rules",
     "digest": "govern.commands.digest_compare:digest",
+    "schedule": "schedulers.cli:schedule",
 }
 
 

@@ -86,6 +86,8 @@ class ReplicaStatus:
     sql_running: bool
     lag_seconds: int | None
     last_error: str
+    #: the source's server_id (pt-heartbeat keys its rows by it); None when not shown
+    source_server_id: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,6 +257,12 @@ class ServerInfo:
         return "SHOW SLAVE STATUS"
 
     @property
+    def statement_time_variable(self) -> str | None:
+        """MariaDB's ``max_statement_time`` aborts any statement server-side; MySQL's
+        ``max_execution_time`` covers read-only SELECTs only, so None there."""
+        return "max_statement_time" if self.is_mariadb else None
+
+    @property
     def has_metadata_lock_info(self) -> bool:
         """MariaDB's METADATA_LOCK_INFO view lists user-lock holders (plugin installed)."""
         return "metadata_lock_info" in self.plugins
@@ -286,9 +294,19 @@ def read_replica_status(
                 == "Yes",
                 lag_seconds=None if lag is None else int(lag),
                 last_error=str(row.get("Last_Error") or ""),
+                source_server_id=_int_or_none(
+                    row.get("Master_Server_Id", row.get("Source_Server_Id"))
+                ),
             )
         )
     return tuple(channels), None
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return None if value in (None, "") else int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def read_plugins(conn: Connection) -> frozenset[str]:

@@ -43,6 +43,75 @@ MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "schedule_0001_history",
+        """
+        CREATE TABLE schedule_nights (
+            id            INTEGER PRIMARY KEY AUTOINCREMENT,
+            schedule      TEXT NOT NULL,
+            catalog_path  TEXT NOT NULL,
+            policy        TEXT NOT NULL,
+            trigger       TEXT NOT NULL,
+            scheduled_for TEXT,
+            started_at    TEXT NOT NULL,
+            finished_at   TEXT,
+            status        TEXT NOT NULL,
+            note          TEXT,
+            host          TEXT NOT NULL,
+            pid           INTEGER,
+            pid_start     TEXT,
+            workers       TEXT,
+            summary       TEXT
+        );
+        CREATE INDEX schedule_nights_by_schedule ON schedule_nights (schedule, id);
+        CREATE TABLE schedule_jobs (
+            night_id         INTEGER NOT NULL REFERENCES schedule_nights (id) ON DELETE CASCADE,
+            job              TEXT NOT NULL,
+            position         INTEGER NOT NULL,
+            key              TEXT NOT NULL,
+            weight           REAL NOT NULL,
+            rows             INTEGER,
+            estimate_s       REAL,
+            estimate_method  TEXT NOT NULL,
+            planned_lane     TEXT,
+            planned_start_s  REAL,
+            planned_finish_s REAL,
+            worker           TEXT,
+            lane             TEXT,
+            start_s          REAL,
+            finish_s         REAL,
+            duration_s       REAL,
+            outcome          TEXT NOT NULL,
+            exit_code        INTEGER,
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            reason           TEXT,
+            PRIMARY KEY (night_id, job)
+        );
+        CREATE INDEX schedule_jobs_by_outcome ON schedule_jobs (job, outcome);
+        CREATE TABLE schedule_attempts (
+            night_id    INTEGER NOT NULL,
+            job         TEXT NOT NULL,
+            number      INTEGER NOT NULL,
+            worker      TEXT NOT NULL,
+            lane        TEXT NOT NULL,
+            started_at  TEXT NOT NULL,
+            finished_at TEXT,
+            start_s     REAL NOT NULL,
+            finish_s    REAL,
+            outcome     TEXT NOT NULL,
+            exit_code   INTEGER,
+            log_path    TEXT,
+            PRIMARY KEY (night_id, job, number),
+            FOREIGN KEY (night_id, job) REFERENCES schedule_jobs (night_id, job) ON DELETE CASCADE
+        );
+        CREATE TABLE schedule_triggers (
+            schedule   TEXT PRIMARY KEY,
+            trigger    TEXT NOT NULL,
+            next_fire  TEXT,
+            updated_at TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 

@@ -1,0 +1,36 @@
+#!/bin/bash
+# job.sh TYPE: build one event type's hourly summary of one day.
+#
+# govern schedule runs it with the worker it picked in the environment: it reads on
+# that worker (a replica, $GOVERN_WORKER_CNF) and writes the few result rows on the
+# primary ($GOVERN_PRIMARY_CNF). Both are 0600 option files: no password in argv.
+# The heavy read runs under `govern run`, so its slow queries stay out of the
+# replica's slow log (skipped, with a note, where `govern run` is not installed).
+#
+# The day is the one before the night's scheduled time (SUMMARY_DAY overrides).
+set -euo pipefail
+
+type=${1:?usage: job.sh TYPE}
+here=$(cd "$(dirname "$0")" && pwd)
+night=${GOVERN_SCHEDULED_FOR:-$(date -Iseconds)}
+day=${SUMMARY_DAY:-$(date -d "${night:0:10} -1 day" +%F)}
+client=$(command -v mariadb || command -v mysql)
+
+sql=$here/sql/summary.sql
+base=${type##*.}  # web.purchase -> purchase: a type family may have its own SQL
+[ -f "$here/sql/$base.sql" ] && sql=$here/sql/$base.sql
+
+# $GOVERN_RUN is set by the scheduler when its govern has `govern run`.
+wrap=()
+if [ -n "${GOVERN_RUN:-}" ]; then
+  read -r -a wrap <<< "$GOVERN_RUN"
+  wrap+=(--name "summary.$type" --defaults-file "$GOVERN_WORKER_CNF" --)
+else
+  echo "job.sh: no govern run: the read is not exempted from the slow log" >&2
+fi
+
+{ printf "SET @type = '%s', @day = '%s';\n" "$type" "$day"; cat "$sql"; } |
+  "${wrap[@]}" "$client" --defaults-file="$GOVERN_WORKER_CNF" --batch --skip-column-names |
+  "$client" --defaults-file="$GOVERN_PRIMARY_CNF" --local-infile=1 --execute="
+    DELETE FROM nightly.summary_hourly WHERE day = '$day' AND type = '$type';
+    LOAD DATA LOCAL INFILE '/dev/stdin' INTO TABLE nightly.summary_hourly;"

@@ -1,0 +1,177 @@
+"""The plan of a night: sizes, learned estimates, lanes, and the predicted timeline.
+
+``govern schedule plan`` prints it; ``run`` records it next to what happened, so
+the history shows planned against actual for every job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta
+from typing import Any
+
+from govern.errors import ServerError
+from schedulers.catalog import Catalog
+from schedulers.estimates import Estimate, Estimator
+from schedulers.history import History, PlannedJob
+from schedulers.policies import Lane, Task, make_lanes
+from schedulers.simulate import Timeline, simulate
+from schedulers.sizing import Sizes, measure_sizes
+from schedulers.workers import ServerPool
+
+PLAN_SCHEMA = "govern.schedule.plan"
+#: Predicted run time of a job with no estimate when nothing else is known at all.
+DEFAULT_UNKNOWN_SECONDS = 60.0
+
+
+@dataclasses.dataclass
+class Plan:
+    catalog: Catalog
+    policy: str
+    lanes: list[Lane]
+    tasks: list[Task]
+    sizes: Sizes
+    estimates: dict[str, Estimate]
+    timeline: Timeline
+    #: the run time assumed for jobs with no estimate (the longest known one)
+    unknown_seconds: float
+    workers: list[dict[str, Any]]
+    warnings: list[str]
+    base_time: datetime
+
+    def planned_jobs(self) -> list[PlannedJob]:
+        planned = {p.name: p for p in self.timeline.placements}
+        out = []
+        for job in self.catalog.jobs:
+            estimate = self.estimates[job.name]
+            place = planned.get(job.name)
+            out.append(
+                PlannedJob(
+                    name=job.name,
+                    position=job.order,
+                    key=job.key,
+                    weight=job.weight,
+                    rows=self.sizes.rows.get(job.name),
+                    estimate_s=estimate.seconds,
+                    estimate_method=estimate.method,
+                    planned_lane=place.lane.label if place else None,
+                    planned_start_s=place.start if place else None,
+                    planned_finish_s=place.finish if place else None,
+                )
+            )
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        jobs = []
+        for place in self.timeline.placements:
+            job = self.catalog.job(place.name)
+            estimate = self.estimates[job.name]
+            jobs.append(
+                {
+                    "name": job.name,
+                    "worker": place.lane.worker,
+                    "lane": place.lane.label,
+                    "rows": self.sizes.rows.get(job.name),
+                    "estimate_s": _r(estimate.seconds),
+                    "estimate_method": estimate.method,
+                    "estimate_samples": estimate.samples,
+                    "weight": job.weight,
+                    "depends_on": list(job.depends_on),
+                    "predicted_start_s": _r(place.start),
+                    "predicted_finish_s": _r(place.finish),
+                    "predicted_start_at": (
+                        self.base_time + timedelta(seconds=place.start)
+                    ).isoformat(timespec="seconds"),
+                    "predicted_finish_at": (
+                        self.base_time + timedelta(seconds=place.finish)
+                    ).isoformat(timespec="seconds"),
+                }
+            )
+        return {
+            "schema": PLAN_SCHEMA,
+            "schema_version": 1,
+            "schedule": self.catalog.name,
+            "catalog": str(self.catalog.path),
+            "policy": self.policy,
+            "base_time": self.base_time.isoformat(timespec="seconds"),
+            "workers": self.workers,
+            "lanes": [
+                {"lane": lane.label, "worker": lane.worker, "end": lane.end} for lane in self.lanes
+            ],
+            "sizes": self.sizes.to_json(),
+            "unknown_estimate_s": _r(self.unknown_seconds),
+            "jobs": jobs,
+            "skipped": [{"name": n, "reason": r} for n, r in self.timeline.skipped.items()],
+            "summary": self.timeline.metrics.to_json(),
+            "warnings": self.warnings,
+        }
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def make_plan(
+    catalog: Catalog,
+    pool: ServerPool,
+    history: History,
+    policy: str | None = None,
+    base_time: datetime | None = None,
+) -> Plan:
+    """Size every job, estimate it from history, and simulate the night under ``policy``."""
+    usable = pool.usable()
+    if not usable:
+        reasons = "; ".join(f"{w.spec.name}: {w.error}" for w in pool.workers)
+        raise ServerError(f"no worker of {catalog.name!r} can be reached ({reasons})")
+    warnings = [
+        f"worker {w.spec.name} is left out: {w.error}" for w in pool.workers if not w.usable
+    ]
+    for worker in usable:
+        if worker.info is not None and worker.info.is_replica is None:
+            grant = " or ".join(worker.info.replica_status_privileges)
+            warnings.append(
+                f"worker {worker.spec.name}: cannot read replica status (needs {grant}): "
+                "the lag guard cannot see it and its sql jobs run read-only"
+            )
+    pool.refresh_lag()
+    lanes = make_lanes([(w.spec.name, w.spec.concurrency, w.spec.end) for w in usable])
+    server = catalog.sizing.server or usable[0].spec.name
+    try:
+        conn = pool.connection_for(server)
+    except ServerError as exc:
+        conn = None
+        warnings.append(f"sizing server {server}: {exc.message}")
+    catalog, sizes = measure_sizes(catalog, conn, server)
+    warnings.extend(sizes.warnings)
+    estimator = Estimator(
+        history.samples(catalog.name, catalog.history_window), catalog.rows_per_second
+    )
+    estimates = {j.name: estimator.estimate(j.name, sizes.rows[j.name]) for j in catalog.jobs}
+    tasks = [
+        Task(j.name, j.order, estimates[j.name].seconds, j.weight, j.depends_on, j.workers)
+        for j in catalog.jobs
+    ]
+    known = [e.seconds for e in estimates.values() if e.seconds is not None]
+    unknown_seconds = max(known) if known else DEFAULT_UNKNOWN_SECONDS
+    missing = [name for name, e in estimates.items() if e.seconds is None]
+    if missing:
+        warnings.append(
+            f"{len(missing)} jobs have no estimate (no size, no history): they go to the long"
+            f" side and are predicted at {unknown_seconds:.0f}s"
+        )
+    durations = {t.name: unknown_seconds if t.estimate is None else t.estimate for t in tasks}
+    chosen = policy or catalog.policy
+    timeline = simulate(chosen, tasks, lanes, durations)
+    return Plan(
+        catalog=catalog,
+        policy=chosen,
+        lanes=lanes,
+        tasks=tasks,
+        sizes=sizes,
+        estimates=estimates,
+        timeline=timeline,
+        unknown_seconds=unknown_seconds,
+        workers=[w.describe() for w in pool.workers],
+        warnings=warnings,
+        base_time=base_time or datetime.now().astimezone(),
+    )

@@ -1,0 +1,232 @@
+"""Text output of the schedule commands: rich tables on stdout. JSON goes through print_json."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from govern.output import console as _rich_console
+from schedulers.metrics import CURVE_MARKS
+
+
+def console() -> Any:
+    """stdout's console; piped, it is wide enough that tables are not cut at 80 columns."""
+    out = _rich_console()
+    if not out.is_terminal:
+        out.width = 200
+    return out
+
+
+def seconds(value: float | None) -> str:
+    """``12.3s``, ``4m05s``, ``1h23m``: short enough for a table, exact enough for a DBA."""
+    if value is None:
+        return "-"
+    if value < 60:
+        return f"{value:.1f}s"
+    minutes, secs = divmod(round(value), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def share(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def rows(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _table(title: str, columns: Sequence[str]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        justify = (
+            "left"
+            if column
+            in (
+                "job",
+                "lane",
+                "policy",
+                "outcome",
+                "status",
+                "schedule",
+                "when",
+                "method",
+                "reason",
+                "trigger",
+            )
+            else "right"
+        )
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    return table
+
+
+def curve_line(done_at: Mapping[str, float]) -> str:
+    marks = " ".join(f"{float(k) * 100:g}%:{share(done_at[k])}" for k in done_at)
+    return f"done by % of the night: {marks}"
+
+
+def print_plan(plan: dict[str, Any]) -> None:
+    out = console()
+    lanes = plan["lanes"]
+    workers = sorted({lane["worker"] for lane in lanes})
+    table = _table(
+        f"plan for {plan['schedule']}: policy {plan['policy']}, {len(workers)} workers, "
+        f"{len(lanes)} lanes, from {plan['base_time']}",
+        ("job", "lane", "rows", "estimate", "method", "start", "finish"),
+    )
+    for job in plan["jobs"]:
+        table.add_row(
+            job["name"],
+            job["lane"],
+            rows(job["rows"]),
+            seconds(job["estimate_s"]),
+            job["estimate_method"],
+            "+" + seconds(job["predicted_start_s"]),
+            "+" + seconds(job["predicted_finish_s"]),
+        )
+    out.print(table)
+    summary = plan["summary"]
+    out.print(
+        f"predicted: makespan {seconds(summary['makespan_s'])}, mean completion "
+        f"{seconds(summary['mean_completion_s'])}; {curve_line(summary['done_at'])}"
+    )
+    for item in plan["skipped"]:
+        out.print(f"cannot run: {item['name']}: {item['reason']}")
+
+
+def print_night(night: dict[str, Any], *, jobs: bool) -> None:
+    out = console()
+    summary = night.get("summary") or {}
+    outcomes = summary.get("outcomes", {})
+    counts = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()))
+    out.print(
+        f"night {night['id']} of {night['schedule']}: {night['status']} "
+        f"(policy {night['policy']}, {night['trigger']}, started {night['started_at']})"
+        + (f": {night['note']}" if night.get("note") else "")
+    )
+    if jobs:
+        table = _table(
+            "",
+            (
+                "job",
+                "lane",
+                "rows",
+                "estimate",
+                "actual",
+                "error",
+                "start",
+                "finish",
+                "outcome",
+                "tries",
+            ),
+        )
+        for job in sorted(night["jobs"], key=lambda j: (j["start_s"] is None, j["start_s"] or 0)):
+            error = "-"
+            if job["estimate_s"] and job["actual_s"] is not None and job["outcome"] == "ok":
+                error = f"{(job['actual_s'] - job['estimate_s']) / job['estimate_s'] * 100:+.0f}%"
+            table.add_row(
+                job["name"],
+                job["lane"] or "-",
+                rows(job["rows"]),
+                seconds(job["estimate_s"]),
+                seconds(job["actual_s"]),
+                error,
+                "+" + seconds(job["start_s"]) if job["start_s"] is not None else "-",
+                "+" + seconds(job["finish_s"]) if job["finish_s"] is not None else "-",
+                job["outcome"],
+                str(len(job["attempts"])),
+            )
+        out.print(table)
+    if summary:
+        out.print(
+            f"{summary['jobs']} jobs: {counts}; makespan {seconds(summary['makespan_s'])}, "
+            f"mean completion {seconds(summary['mean_completion_s'])}, done at 50% of the "
+            f"makespan: {share(summary['done_at_half_makespan'])}"
+        )
+        error = summary.get("estimate_error", {})
+        if error.get("jobs"):
+            pct = error.get("median_abs_pct")
+            out.print(
+                f"estimates: median error {'-' if pct is None else f'{pct:.0f}%'} over "
+                f"{error['jobs']} jobs; total {seconds(error['total_estimate_s'])} estimated, "
+                f"{seconds(error['total_actual_s'])} actual"
+            )
+    for job in night["jobs"]:
+        if job["outcome"] in ("failed", "timeout", "skipped", "interrupted"):
+            log = job["attempts"][-1]["log"] if job["attempts"] else None
+            out.print(
+                f"{job['outcome']}: {job['name']}: {job['reason'] or ''}"
+                + (f" (log {log})" if log and job["outcome"] != "skipped" else "")
+            )
+
+
+def print_history(nights: Sequence[dict[str, Any]]) -> None:
+    table = _table(
+        "",
+        (
+            "id",
+            "schedule",
+            "trigger",
+            "when",
+            "status",
+            "jobs ok",
+            "makespan",
+            "done@50%",
+            "est. error",
+        ),
+    )
+    for night in nights:
+        summary = night.get("summary") or {}
+        outcomes = summary.get("outcomes", {})
+        error = (summary.get("estimate_error") or {}).get("median_abs_pct")
+        table.add_row(
+            str(night["id"]),
+            night["schedule"],
+            night["trigger"],
+            night["scheduled_for"] or night["started_at"],
+            night["status"]
+            + (
+                f" ({night['note']})"
+                if night["status"] in ("missed", "coalesced", "skipped", "error")
+                and night.get("note")
+                else ""
+            ),
+            f"{outcomes.get('ok', 0)}/{len(night['jobs'])}" if night["jobs"] else "-",
+            seconds(summary.get("makespan_s")),
+            share(summary.get("done_at_half_makespan")),
+            "-" if error is None else f"{error:.0f}%",
+        )
+    console().print(table)
+
+
+def print_simulation(report: dict[str, Any]) -> None:
+    out = console()
+    marks = [f"{m:g}" for m in CURVE_MARKS]
+    table = _table(
+        f"{report['schedule']}: {report['durations']} durations, {report['jobs']} jobs, "
+        f"{report['lanes']} lanes",
+        (
+            "policy",
+            "makespan",
+            "vs bound",
+            "mean completion",
+            *[f"done@{float(m) * 100:g}%" for m in marks],
+        ),
+    )
+    for row in report["policies"]:
+        table.add_row(
+            row["policy"],
+            seconds(row["makespan_s"]),
+            f"{row['makespan_s'] / report['makespan_lower_bound_s']:.3f}"
+            if report["makespan_lower_bound_s"]
+            else "-",
+            seconds(row["mean_completion_s"]),
+            *[share(row["done_at"][m]) for m in marks],
+        )
+    out.print(table)
+    for note in report["notes"]:
+        out.print(note)

@@ -1,0 +1,342 @@
+"""Run a planned night for real: one loop, one process group per running job.
+
+Whenever a lane is free it takes the job the policy picks among the ready ones
+(the same :class:`Dispatcher` the plan simulated), unless the lag guard holds
+its replica back. A failed job does not stop the others: it is retried after
+``retry_delay`` up to ``retries`` times, and only the jobs that depend on it are
+skipped. A job past its ``timeout`` gets TERM, then KILL after ``kill_grace``.
+
+Stopping (Ctrl-C, SIGTERM, the service shutting down) starts nothing new; running
+jobs get ``grace`` seconds to finish, then TERM. Every attempt's output goes to
+its own 0600 log file; the last line of a failed one is kept as the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+
+from govern.output import info
+from govern.progress import Progress
+from schedulers.catalog import JobSpec
+from schedulers.dispatch import Dispatcher
+from schedulers.history import History
+from schedulers.launch import Attempt, Process, job_argv, job_environment, mysql_client
+from schedulers.plan import Plan
+from schedulers.policies import Lane
+from schedulers.workers import ServerPool
+
+TICK = 0.05  # seconds between looks at the running jobs
+
+
+class StopRequest:
+    """Ask a night to stop: it starts nothing new, and running jobs get ``grace`` seconds
+    before TERM. A later request can only shorten the grace (a second Ctrl-C)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.grace = math.inf
+
+    def request(self, grace: float) -> None:
+        self.grace = min(self.grace, grace)
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+
+@dataclasses.dataclass
+class Running:
+    job: JobSpec
+    lane: Lane
+    number: int
+    process: Process
+    started: float  # offset from the night's start
+    deadline: float | None
+    timed_out: bool = False
+    interrupted: bool = False
+
+
+@dataclasses.dataclass
+class NightResult:
+    finishes: dict[str, float]  # successful jobs -> completion offset
+    outcomes: dict[str, str]  # every job -> its final outcome
+    durations: dict[str, float]  # jobs that ran -> the last attempt's run time
+    stopped: bool
+    ended_at: float = 0.0  # offset when the last attempt ended: the night's length
+
+
+class NightRunner:
+    def __init__(
+        self,
+        plan: Plan,
+        pool: ServerPool,
+        history: History,
+        night_id: int,
+        *,
+        scheduled_for: str,
+        log_dir: Path,
+        stop: StopRequest | None = None,
+        notify: Callable[[str], None] = info,
+    ) -> None:
+        self.plan = plan
+        self.catalog = plan.catalog
+        self.pool = pool
+        self.history = history
+        self.night_id = night_id
+        self.scheduled_for = scheduled_for
+        self.log_dir = log_dir / self.catalog.name / str(night_id)
+        self.stop = stop or StopRequest()
+        self.notify = notify
+        self.client = mysql_client()
+        self.dispatcher = Dispatcher(plan.policy, plan.tasks, plan.lanes)
+        self.running: dict[int, Running] = {}  # lane index -> what runs there
+        self.attempts: dict[str, int] = {}
+        self.result = NightResult({}, {}, {}, stopped=False)
+        self._t0 = 0.0
+        self._stop_seen: float | None = None
+        self._progress: Progress | None = None
+
+    def now(self) -> float:
+        return time.monotonic() - self._t0
+
+    # --- the loop -------------------------------------------------------------------------
+    def run(self, progress: Progress) -> NightResult:
+        self._progress = progress
+        self._t0 = time.monotonic()
+        self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for name, reason in self.dispatcher.skipped.items():
+            self._skipped(name, reason)
+        with self._ctrl_c_stops_the_night():
+            while not self.dispatcher.finished:
+                self._step()
+                time.sleep(TICK)
+        self._finish_lag_accounting(self.now())
+        return self.result
+
+    @contextlib.contextmanager
+    def _ctrl_c_stops_the_night(self) -> Iterator[None]:
+        """Ctrl-C asks the night to stop (a second one KILLs the jobs) instead of raising
+        KeyboardInterrupt halfway through starting a job. Main thread only."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        interrupts = 0
+
+        def on_interrupt(signum: int, frame: FrameType | None) -> None:
+            nonlocal interrupts
+            interrupts += 1
+            self.stop.request(0)
+            if interrupts > 1:
+                for run in self.running.values():
+                    run.process.reap_group()
+
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def abort(self) -> None:
+        """Something went wrong in govern itself: end every running job, leave nothing behind."""
+        for run in self.running.values():
+            run.process.terminate()
+        deadline = time.monotonic() + self.catalog.kill_grace
+        while time.monotonic() < deadline and any(
+            r.process.poll() is None for r in self.running.values()
+        ):
+            time.sleep(TICK)
+        for run in self.running.values():
+            run.process.reap_group()
+            run.process.poll()
+
+    def _step(self) -> None:
+        now = self.now()
+        if self.stop.is_set() and self._stop_seen is None:
+            self._stop_seen = now
+            self.result.stopped = True
+            for name in self.dispatcher.abandon("the night was stopped before it started"):
+                self._skipped(name, "the night was stopped before it started")
+        if self._stop_seen is not None and now >= self._stop_seen + self.stop.grace:
+            for run in self.running.values():
+                run.interrupted = True
+                run.process.terminate()
+        for index in list(self.running):
+            self._check(index, now)
+        if self._stop_seen is None:
+            self._start_free_lanes(now)
+
+    def _start_free_lanes(self, now: float) -> None:
+        held: set[str] = set()
+        for lane in self.plan.lanes:
+            if lane.index in self.running:
+                continue
+            if not self.dispatcher.ready(now):
+                break
+            if not self.pool.lag_allows(lane.worker):
+                held.add(lane.worker)
+                continue
+            task = self.dispatcher.take(lane, now)
+            if task is not None:
+                self._start(self.catalog.job(task.name), lane, now)
+        self._account_lag(held, now)
+
+    def _account_lag(self, held: set[str], now: float) -> None:
+        """Time each worker spent with a free lane held back by the lag guard; say when a
+        hold starts and ends (once each, not every tick)."""
+        for worker in self.pool.usable():
+            name = worker.spec.name
+            if name in held:
+                if worker.held_since is None:
+                    worker.held_since = now
+                    lag = worker.lag
+                    seconds = (
+                        "unknown" if lag is None or lag.seconds is None else f"{lag.seconds:.0f}s"
+                    )
+                    limit = self.catalog.lag_guard.max_lag if self.catalog.lag_guard else 0
+                    self.notify(
+                        f"lag guard: {name} lags {seconds} (max {limit:g}s): no new job there"
+                    )
+            elif worker.held_since is not None:
+                worker.waited_for_lag += now - worker.held_since
+                worker.held_since = None
+                self.notify(f"lag guard: {name} is back under max_lag")
+
+    def _finish_lag_accounting(self, now: float) -> None:
+        for worker in self.pool.usable():
+            if worker.held_since is not None:
+                worker.waited_for_lag += now - worker.held_since
+                worker.held_since = None
+
+    # --- one attempt ------------------------------------------------------------------------
+    def _start(self, job: JobSpec, lane: Lane, now: float) -> None:
+        number = self.attempts.get(job.name, 0) + 1
+        self.attempts[job.name] = number
+        worker = self.pool.worker(lane.worker)
+        assert worker.handle is not None
+        log_path = self.log_dir / f"{job.name}.{number}.log"
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.history.attempt_started(
+            self.night_id, job.name, number, lane.worker, lane.label, now, str(log_path)
+        )
+        attempt = Attempt(
+            schedule=self.catalog.name,
+            night_id=self.night_id,
+            scheduled_for=self.scheduled_for,
+            job=job,
+            number=number,
+            worker=lane.worker,
+            rows=self.plan.sizes.rows.get(job.name),
+        )
+        with os.fdopen(fd, "wb") as log:
+            try:
+                argv = job_argv(job, worker.handle, self.client, self.catalog.kill_grace)
+                env = job_environment(os.environ, attempt, worker.handle, self.pool.primary)
+                process = Process(argv, env, self.catalog.directory, job.sql, log)
+            except OSError as exc:
+                log.write(f"govern: cannot start the job: {exc}\n".encode())
+                self._finish_attempt(job, lane, number, now, now, "failed", None, str(exc))
+                return
+        deadline = now + job.timeout if job.timeout else None
+        self.running[lane.index] = Running(job, lane, number, process, now, deadline)
+
+    def _check(self, index: int, now: float) -> None:
+        run = self.running[index]
+        code = run.process.poll()
+        if code is None:
+            if run.deadline is not None and now >= run.deadline and not run.timed_out:
+                run.timed_out = True
+                run.process.terminate()
+            run.process.kill_if_overdue(self.catalog.kill_grace)
+            return
+        del self.running[index]
+        if run.process.term_sent_at is not None:
+            run.process.reap_group()
+        if run.interrupted:
+            outcome = "interrupted"
+        elif run.timed_out:
+            outcome = "timeout"
+        else:
+            outcome = "ok" if code == 0 else "failed"
+        reason = None
+        if outcome == "timeout":
+            reason = f"timed out after {run.job.timeout:g}s"
+        elif outcome != "ok":
+            last = _last_line(self.log_dir / f"{run.job.name}.{run.number}.log")
+            reason = f"exit {code}" + (f": {last}" if last else "")
+        self._finish_attempt(run.job, run.lane, run.number, run.started, now, outcome, code, reason)
+
+    def _finish_attempt(
+        self,
+        job: JobSpec,
+        lane: Lane,
+        number: int,
+        started: float,
+        now: float,
+        outcome: str,
+        code: int | None,
+        reason: str | None,
+    ) -> None:
+        retry = (
+            outcome in ("failed", "timeout") and number <= job.retries and self._stop_seen is None
+        )
+        self.history.attempt_finished(
+            self.night_id,
+            job.name,
+            number,
+            finish_s=now,
+            outcome=outcome,
+            exit_code=code,
+            final=not retry,
+            duration_s=now - started,
+            reason=reason,
+        )
+        self.result.durations[job.name] = now - started
+        self.result.ended_at = max(self.result.ended_at, now)
+        if retry:
+            self.notify(
+                f"job {job.name} {outcome} on {lane.worker} ({reason}); retry {number}/{job.retries}"
+                f" in {job.retry_delay:g}s"
+            )
+            self.dispatcher.retry(job.name, now + job.retry_delay)
+            return
+        self.result.outcomes[job.name] = outcome
+        if self._progress is not None:
+            self._progress.advance()
+        if outcome == "ok":
+            self.dispatcher.succeed(job.name)
+            self.result.finishes[job.name] = now
+            return
+        self.notify(f"job {job.name} {outcome} on {lane.worker}: {reason}")
+        for name in self.dispatcher.fail(job.name):
+            self._skipped(name, self.dispatcher.skipped[name])
+
+    def _skipped(self, name: str, reason: str) -> None:
+        if name in self.result.outcomes:
+            return
+        self.result.outcomes[name] = "skipped"
+        self.history.job_skipped(self.night_id, name, reason)
+        if self._progress is not None:
+            self._progress.advance()
+
+
+def _last_line(path: Path, limit: int = 4096) -> str | None:
+    """The last non-empty line of a log (its tail only), for the history's reason column."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(size - limit, 0))
+            tail = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else None

@@ -1,0 +1,227 @@
+"""The servers of one night: connections, what they are, their lag, the run lock, and the
+option files jobs receive.
+
+govern only reads here (SELECT, SHOW, GET_LOCK): it never writes to a replica.
+A worker that cannot be reached is left out with a warning and its jobs go to the
+others; the night fails (exit 3) only when no worker is left.
+
+The run lock is a user-level lock (``GET_LOCK``) on every worker: it is released
+by the server the moment our connection ends, crash or not, and it is seen by a
+second scheduler on another host, so two nights of one catalog never overlap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+import pymysql
+
+from govern.connection import (
+    Connection,
+    ConnectionSettings,
+    connect,
+    error_text,
+    query_one,
+    write_defaults_file,
+)
+from govern.errors import GovernError, ServerError
+from govern.output import warn
+from govern.server import ServerInfo, detect
+from schedulers.catalog import Catalog, WorkerSpec
+from schedulers.history import process_token
+from schedulers.lag import Lag, measure_lag
+from schedulers.launch import ServerHandle
+
+
+class LockHeld(ServerError):
+    """Another night of this catalog holds the run lock."""
+
+
+@dataclasses.dataclass
+class Worker:
+    spec: WorkerSpec
+    settings: ConnectionSettings
+    conn: Connection | None = None
+    info: ServerInfo | None = None
+    handle: ServerHandle | None = None
+    error: str | None = None  # why it is left out
+    lag: Lag | None = None
+    lag_checked: float = float("-inf")
+    waited_for_lag: float = 0.0  # seconds a free lane was held back by the lag guard
+    held_since: float | None = None  # night offset when the current hold began
+
+    @property
+    def usable(self) -> bool:
+        return self.conn is not None and self.error is None
+
+    @property
+    def is_replica(self) -> bool:
+        return bool(self.info and self.info.is_replica)
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "name": self.spec.name,
+            "server": self.settings.describe(),
+            "is_replica": self.info.is_replica if self.info else None,
+            "lanes": self.spec.concurrency if self.usable else 0,
+            "lag_s": None if self.lag is None else self.lag.seconds,
+            "lag_source": None if self.lag is None else self.lag.source,
+            "error": self.error,
+        }
+
+
+def lock_name(schedule: str) -> str:
+    """``govern.schedule.NAME``, hashed when long (MySQL lock names stop at 64 characters)."""
+    name = f"govern.schedule.{schedule}"
+    if len(name) <= 64:
+        return name
+    return f"govern.schedule.{hashlib.sha1(schedule.encode()).hexdigest()[:24]}"
+
+
+def private_folder(parent: Path) -> Path:
+    """A fresh 0700 folder for this process's option files under ``parent`` (next to the
+    state file, not /tmp), after deleting those of processes that died without cleaning up
+    (a SIGKILLed scheduler cannot), so no password outlives its night for long."""
+    parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for old in parent.iterdir():
+        pid, _, rest = old.name.partition("-")
+        token = rest.rpartition("-")[0]
+        if pid.isdigit() and process_token(int(pid)) != token:
+            shutil.rmtree(old, ignore_errors=True)
+    mine = os.getpid()
+    return Path(tempfile.mkdtemp(prefix=f"{mine}-{process_token(mine)}-", dir=parent))
+
+
+class ServerPool:
+    """Open with ``with ServerPool(catalog, folder) as pool:``; everything is closed, and the
+    option files handed to jobs deleted, after. ``folder`` holds those files (0700)."""
+
+    def __init__(self, catalog: Catalog, folder: Path) -> None:
+        self.catalog = catalog
+        self.workers: list[Worker] = []
+        self.primary: ServerHandle | None = None
+        self._primary_conn: Connection | None = None
+        self._parent = folder
+        self._folder: Path | None = None
+
+    def __enter__(self) -> ServerPool:
+        self._folder = private_folder(self._parent)
+        try:
+            for spec in self.catalog.workers:
+                self.workers.append(self._open(spec))
+            primary = self.catalog.primary_settings()
+            if primary is not None:
+                self.primary = ServerHandle(primary, self._defaults_file("primary", primary))
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for conn in [w.conn for w in self.workers] + [self._primary_conn]:
+            if conn is not None:
+                with contextlib.suppress(pymysql.err.Error):
+                    conn.close()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+    def _defaults_file(self, name: str, settings: ConnectionSettings) -> Path:
+        assert self._folder is not None
+        return write_defaults_file(settings, self._folder / f"{name}.cnf")
+
+    def _open(self, spec: WorkerSpec) -> Worker:
+        try:
+            settings = spec.settings()
+        except GovernError as exc:
+            raise GovernError(f"{self.catalog.path}:{spec.line}: {exc.message}") from None
+        worker = Worker(spec, settings)
+        try:
+            worker.conn = connect(settings)
+            worker.info = detect(worker.conn)
+        except ServerError as exc:
+            worker.error = exc.message
+            warn(f"worker {spec.name} is left out: {exc.message}")
+            return worker
+        except pymysql.err.MySQLError as exc:
+            worker.error = error_text(exc)
+            warn(f"worker {spec.name} is left out: {worker.error}")
+            return worker
+        # unknown (no SLAVE MONITOR) counts as a replica: never risk a write there
+        read_only = worker.info.read_only or worker.info.is_replica is not False
+        worker.handle = ServerHandle(
+            settings,
+            self._defaults_file(spec.name, settings),
+            read_only=read_only,
+            statement_time_variable=worker.info.statement_time_variable,
+        )
+        return worker
+
+    # --- questions --------------------------------------------------------------------------
+    def usable(self) -> list[Worker]:
+        return [w for w in self.workers if w.usable]
+
+    def worker(self, name: str) -> Worker:
+        return next(w for w in self.workers if w.spec.name == name)
+
+    def connection_for(self, name: str | None) -> Connection | None:
+        """The connection for sizing: a worker by name (None: the first usable one)."""
+        if name == "primary":
+            if self._primary_conn is None and self.primary is not None:
+                self._primary_conn = connect(self.primary.settings)
+            return self._primary_conn
+        candidates = self.usable() if name is None else [self.worker(name)]
+        return next((w.conn for w in candidates if w.usable), None)
+
+    def lag_allows(self, name: str, clock: float | None = None) -> bool:
+        """The lag guard: may a job start on this worker now? Re-checks every check_interval."""
+        guard = self.catalog.lag_guard
+        worker = self.worker(name)
+        if guard is None or not worker.is_replica or worker.conn is None or worker.info is None:
+            return True
+        now = time.monotonic() if clock is None else clock
+        if now - worker.lag_checked >= guard.check_interval:
+            worker.lag_checked = now
+            try:
+                worker.lag = measure_lag(worker.conn, worker.info, guard)
+            except pymysql.err.MySQLError as exc:
+                worker.lag = Lag(None, "error", error_text(exc))
+        lag = worker.lag
+        return lag is not None and lag.seconds is not None and lag.seconds <= guard.max_lag
+
+    def refresh_lag(self) -> None:
+        """Measure every replica's lag now (for a plan, or the night's record)."""
+        for worker in self.usable():
+            worker.lag_checked = float("-inf")
+            self.lag_allows(worker.spec.name)
+
+    # --- the run lock -------------------------------------------------------------------------
+    def lock(self) -> None:
+        """Take the catalog's run lock on every usable worker, or raise LockHeld."""
+        name = lock_name(self.catalog.name)
+        ours = {w.conn.thread_id() for w in self.usable() if w.conn is not None}
+        for worker in self.usable():
+            assert worker.conn is not None
+            row = query_one(worker.conn, "SELECT GET_LOCK(%s, 0)", (name,))
+            if not row or row[0] != 1:
+                holder = query_one(worker.conn, "SELECT IS_USED_LOCK(%s)", (name,))
+                if holder and holder[0] in ours:
+                    continue  # two workers on one server: we hold it already
+                raise LockHeld(
+                    f"another night of {self.catalog.name!r} is running: worker "
+                    f"{worker.spec.name} has lock {name} held by connection "
+                    f"{holder[0] if holder else '?'}"
+                )
