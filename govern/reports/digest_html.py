@@ -296,6 +296,7 @@ def _class_section(digest: Digest, cls: QueryClass, rank: int, *, open: bool) ->
     multi_host = len(cls.hosts) > 1 or len(digest.hosts) > 1
     for title, values in (
         ("Hosts", cls.hosts if multi_host else []),
+        ("Clients", cls.clients),
         ("Users", cls.users),
         ("Schemas", cls.databases),
     ):

@@ -47,7 +47,8 @@ class QueryClass:
     sample: str | None = None
     sample_attributes: dict[str, Any] = field(default_factory=dict)
     histogram: list[tuple[str, int]] = field(default_factory=list)
-    hosts: list[tuple[str, int]] = field(default_factory=list)
+    hosts: list[tuple[str, int]] = field(default_factory=list)  # servers (--host labels)
+    clients: list[tuple[str, int]] = field(default_factory=list)  # client hosts
     users: list[tuple[str, int]] = field(default_factory=list)
     databases: list[tuple[str, int]] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
@@ -100,7 +101,7 @@ def load_digest(path: str) -> Digest:
     )
 
 
-def _number(value: Any) -> float | None:
+def number(value: Any) -> float | None:
     """pt writes numbers as strings; govern as numbers. NaN and junk become None."""
     if value is None or isinstance(value, bool):
         return None
@@ -113,13 +114,13 @@ def _number(value: Any) -> float | None:
 
 def _stat(raw: dict[str, Any]) -> Stat:
     return Stat(
-        sum=_number(raw.get("sum")),
-        min=_number(raw.get("min")),
-        max=_number(raw.get("max")),
-        avg=_number(raw.get("avg")),
-        median=_number(raw.get("median")),
-        p95=_number(raw.get("pct_95", raw.get("p95"))),
-        p99=_number(raw.get("pct_99", raw.get("p99"))),
+        sum=number(raw.get("sum")),
+        min=number(raw.get("min")),
+        max=number(raw.get("max")),
+        avg=number(raw.get("avg")),
+        median=number(raw.get("median")),
+        p95=number(raw.get("pct_95", raw.get("p95"))),
+        p99=number(raw.get("pct_99", raw.get("p99"))),
     )
 
 
@@ -130,7 +131,7 @@ def _from_pt(path: str, document: dict[str, Any]) -> Digest:
         events = int(overall.get("query_count") or sum(c.count for c in classes))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"{path}: a pt-query-digest document without {exc}") from None
-    total = _number((overall.get("metrics") or {}).get("Query_time", {}).get("sum"))
+    total = number((overall.get("metrics") or {}).get("Query_time", {}).get("sum"))
     firsts = [c.first_seen for c in classes if c.first_seen]
     lasts = [c.last_seen for c in classes if c.last_seen]
     return Digest(
@@ -153,7 +154,7 @@ def _pt_class(raw: dict[str, Any]) -> QueryClass:
         if not isinstance(value, dict):
             continue
         if "yes" in value:
-            flags[name] = int(_number(value["yes"]) or 0)
+            flags[name] = int(number(value["yes"]) or 0)
         elif "value" in value:
             values[name] = [(str(value["value"]), int(raw["query_count"]))]
         elif "sum" in value:
@@ -172,7 +173,7 @@ def _pt_class(raw: dict[str, Any]) -> QueryClass:
         sample=example.get("query"),
         sample_attributes={k: v for k, v in example.items() if k != "query"},
         histogram=list(zip(PT_BUCKETS, (int(n) for n in histogram), strict=False)),
-        hosts=values.get("host", []),
+        clients=values.get("host", []),
         users=values.get("user", []),
         databases=values.get("db", []),
     )
