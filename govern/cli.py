@@ -18,6 +18,10 @@ from govern.errors import EXIT_SERVER, GovernError
 #: command name -> "module:attribute" of its Click command.
 COMMANDS: dict[str, str] = {
     "doctor": "govern.commands.doctor:doctor",
+    "run": "wrappers.cli:run",
+    "status": "wrappers.cli:status",
+    "recover": "wrappers.cli:recover",
+    "history": "wrappers.cli:history",
     "load": "govern.commands.load:load",
     "lint": "rules.cli:lint",
     "rules": "rules.cli:rules",

@@ -20,7 +20,6 @@ import dataclasses
 import getpass
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -119,6 +118,10 @@ class ConnectionSettings:
                 for k, v in (("ca", self.ssl_ca), ("cert", self.ssl_cert), ("key", self.ssl_key))
                 if v
             }
+        elif self.uses_socket:
+            # Like the mysql client: no TLS over the local socket. PyMySQL would otherwise
+            # load the system CA store for its "preferred" TLS (measured: 19 ms a connection).
+            kwargs["ssl_disabled"] = True
         return kwargs
 
 
@@ -318,6 +321,8 @@ def write_defaults_file(settings: ConnectionSettings, path: str | os.PathLike[st
 
 def temporary_defaults_file(settings: ConnectionSettings) -> Path:
     """A fresh 0600 option file in a private temp dir; the caller deletes it."""
+    import tempfile  # not at the top: ``govern run`` starts without it
+
     folder = Path(tempfile.mkdtemp(prefix="govern-"))
     return write_defaults_file(settings, folder / "client.cnf")
 

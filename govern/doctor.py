@@ -164,7 +164,7 @@ def check_features(
         )
     if server.is_mariadb and not server.has_metadata_lock_info:
         liveness.notes.append(
-            "INSTALL SONAME 'metadata_lock_info' lets `govern status` list every lock holder"
+            "INSTALL SONAME 'metadata_lock_info' lets `govern status` name the runs of other hosts"
         )
     features.append(liveness)
 

@@ -116,6 +116,12 @@ class ServerInfo:
         return f"{name} {'.'.join(map(str, self.version))}"
 
     @property
+    def identity(self) -> str:
+        """``hostname:port`` as the server reports them: one name for a server, whether
+        reached through its socket, 127.0.0.1 or a remote address."""
+        return f"{self.variables.get('hostname', '?')}:{self.variables.get('port', '?')}"
+
+    @property
     def target(self) -> str:
         """The lint target name for this server, e.g. ``mariadb-10.11`` or ``mysql-8.0``."""
         family = "mariadb" if self.is_mariadb else "mysql"
@@ -335,10 +341,13 @@ def detect(conn: Connection, *, replica_status: bool = True) -> ServerInfo:
     """Read-only detection: variables, plugins and (if allowed) replica status."""
     variables = read_variables(conn)
     info = build_info(variables, plugins=read_plugins(conn))
-    if replica_status:
-        replicas, error = read_replica_status(conn, info.replica_status_statement)
-        info = dataclasses.replace(info, replicas=replicas, replica_status_error=error)
-    return info
+    return with_replica_status(conn, info) if replica_status else info
+
+
+def with_replica_status(conn: Connection, info: ServerInfo) -> ServerInfo:
+    """``info`` with the replica status read (a separate step: it is some 60 columns)."""
+    replicas, error = read_replica_status(conn, info.replica_status_statement)
+    return dataclasses.replace(info, replicas=replicas, replica_status_error=error)
 
 
 def current_account(conn: Connection) -> tuple[str, str]:

@@ -112,6 +112,57 @@ MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    # govern run (wrappers/journal.py): one row per run, written before any change is
+    # made; every change of a server setting, intent first.
+    Migration(
+        "run_0001_journal",
+        """
+        CREATE TABLE runs (
+            id                 TEXT PRIMARY KEY,
+            name               TEXT NOT NULL,
+            command            TEXT NOT NULL,
+            host               TEXT NOT NULL,
+            pid                INTEGER NOT NULL,
+            pid_started        TEXT,
+            watchdog_pid       INTEGER,
+            server             TEXT,
+            connection         TEXT,
+            mode               TEXT NOT NULL,
+            variable           TEXT,
+            original_value     INTEGER,
+            set_value          INTEGER,
+            state              TEXT NOT NULL,
+            outcome            TEXT,
+            started_at         TEXT NOT NULL,
+            ended_at           TEXT,
+            exit_code          INTEGER,
+            window_start       TEXT,
+            window_end         TEXT,
+            lease_seconds      REAL,
+            lease_until        TEXT,
+            connection_id      INTEGER,
+            server_started     REAL,
+            window_first_id    INTEGER,
+            window_last_id     INTEGER,
+            event              TEXT,
+            blind              TEXT,
+            warnings           TEXT
+        );
+        CREATE INDEX runs_by_state ON runs (state, server);
+        CREATE INDEX runs_by_start ON runs (started_at);
+        CREATE TABLE run_changes (
+            seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id      TEXT NOT NULL REFERENCES runs (id),
+            at          TEXT NOT NULL,
+            actor       TEXT NOT NULL,
+            variable    TEXT NOT NULL,
+            from_value  INTEGER,
+            to_value    INTEGER NOT NULL,
+            done        INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX run_changes_by_run ON run_changes (run_id)
+        """,
+    ),
 ]
 
 

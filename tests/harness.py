@@ -92,6 +92,8 @@ class MariaDB:
         self.port = int(saved.get("port") or port or free_port())
         self.server_id = int(saved.get("server_id", server_id))
         self._proc: subprocess.Popen[bytes] | None = None
+        #: Extra ``[mariadbd]`` settings for the next start (a restart test's my.cnf).
+        self.options: dict[str, str] = {}
         self.passwords: dict[str, str] = saved.get("passwords") or {
             name: secrets.token_hex(12) for name in ["root", *ACCOUNTS]
         }
@@ -171,6 +173,7 @@ class MariaDB:
             "log_output = FILE",
             "performance_schema = OFF",
             "max_allowed_packet = 16M",
+            *(f"{name} = {value}" for name, value in self.options.items()),
         ]
         self.cnf.write_text("\n".join(lines) + "\n")
 

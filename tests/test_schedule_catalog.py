@@ -193,8 +193,10 @@ def test_wrap_needs_govern_run(tmp_path: Path) -> None:
     from schedulers.launch import wrap_available
 
     body = GOOD.replace('command = "./job.sh click"', 'command = "./job.sh click"\nwrap = true')
-    if wrap_available():
-        load_catalog(write_catalog(tmp_path, body))  # accepted once `govern run` exists
+    if wrap_available():  # accepted once `govern run` exists
+        (tmp_path / "totals.sql").write_text("SELECT 1;\n")
+        _script(tmp_path)
+        assert load_catalog(write_catalog(tmp_path, body)).job("clicks").wrap is True
     else:
         assert _error(tmp_path, body) == (
             "CATALOG:29: job clicks: wrap = true needs `govern run`, which this govern does not have"

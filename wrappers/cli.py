@@ -1,0 +1,355 @@
+"""Click shells: ``govern run``, ``govern status``, ``govern recover``, ``govern history``.
+
+Only ``run`` is on the hot path: it imports nothing beyond the runner (no rich).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from govern.cli_options import connection_options, state_option
+from govern.connection import ConnectionSettings
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+class Duration(click.ParamType):
+    """``90``, ``90s``, ``15m``, ``2h``, ``1d`` → seconds."""
+
+    name = "DURATION"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, (int, float)):
+            return float(value)
+        match = _DURATION.match(str(value))
+        if not match or float(match.group(1)) <= 0:
+            self.fail(f"expected a duration like 90, 90s, 15m or 2h, got {value!r}", param, ctx)
+        return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def seconds(
+    name: str, default: float, help: str, minimum: float = 0, maximum: float | None = None
+) -> Any:
+    return click.option(
+        name,
+        type=click.FloatRange(minimum, maximum),
+        default=default,
+        show_default=True,
+        metavar="SECONDS",
+        help=help,
+    )
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@connection_options
+@state_option
+@click.option("--name", help="Label for the run [default: the command's name].")
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "global", "threshold", "session"]),
+    default="auto",
+    show_default=True,
+    help="auto: session for mysql/mariadb client jobs, else threshold. global: slow log off "
+    "for everyone. threshold: raise the global long_query_time. session: the job's own sessions "
+    "opt out (govern's Python API, $GOVERN_INIT_COMMAND, MariaDB clients).",
+)
+@seconds(
+    "--threshold", 10.0, "long_query_time in threshold mode (only ever raised).", 0, 31_536_000
+)
+@click.option("--max-runtime", type=Duration(), help="End the job's process group after this long.")
+@seconds(
+    "--grace",
+    10.0,
+    "After TERM, wait this long before KILL; also how long the restore waits for the job's "
+    "last statements (MySQL).",
+)
+@seconds(
+    "--lease",
+    60.0,
+    "If govern dies, the setting comes back within this long (the watchdog at once, the "
+    "server-side event at the lease).",
+    minimum=1,
+)
+@click.option(
+    "--on-error",
+    type=click.Choice(["refuse", "run"]),
+    default="refuse",
+    show_default=True,
+    help="When the setting cannot be changed: refuse (exit 3) or run the job ungoverned.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings on stderr.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(
+    settings: ConnectionSettings,
+    state_path: str | None,
+    name: str | None,
+    mode: str,
+    threshold: float,
+    max_runtime: float | None,
+    grace: float,
+    lease: float,
+    on_error: str,
+    quiet: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND with the slow log governed; always put the setting back.
+
+    \b
+    govern run [OPTIONS] -- COMMAND [ARGS]...
+
+    Exits with COMMAND's exit code (128+N when signal N ended it); 2 for a usage error,
+    3 when the server cannot be reached or the account may not change the setting,
+    126/127 when COMMAND cannot be started.
+    """
+    from wrappers.modes import Mode
+    from wrappers.runner import RunOptions
+    from wrappers.runner import run as run_governed
+
+    result = run_governed(
+        settings,
+        list(command),
+        RunOptions(
+            name=name,
+            mode=Mode(mode),
+            threshold=threshold,
+            max_runtime=max_runtime,
+            grace=grace,
+            lease=lease,
+            on_error=on_error,
+            state_path=Path(state_path) if state_path else None,
+            quiet=quiet,
+        ),
+    )
+    sys.exit(result.exit_code)
+
+
+@click.command()
+@connection_options
+@state_option
+@click.option("--json", "as_json", is_flag=True, help="Print the govern.run.status document.")
+def status(settings: ConnectionSettings, state_path: str | None, as_json: bool) -> None:
+    """The server's slow-log settings, live runs, stale entries and blind connections.
+
+    Exit 0 when all is well, 1 when something needs you (stale entries, blind
+    connections), 3 when the server cannot be reached.
+    """
+    from govern.connection import connect
+    from govern.output import print_json
+    from govern.privileges import read_grants
+    from govern.server import detect
+    from govern.state import StateStore
+    from wrappers.hold import server_started
+    from wrappers.status import status_document
+
+    conn = connect(settings)
+    server = detect(conn, replica_status=False)
+    with StateStore.open(state_path) as store:
+        document = status_document(
+            conn, server, read_grants(conn), store, settings.describe(), server_started(conn)
+        )
+    conn.close()
+    if as_json:
+        print_json(document)
+    else:
+        _print_status(document)
+    sys.exit(1 if document["stale"] or document["blind_connections"] else 0)
+
+
+@click.command()
+@connection_options
+@state_option
+@click.option("--json", "as_json", is_flag=True, help="Print the govern.run.recover document.")
+@seconds("--wait", 60.0, "Keep retrying this long while the server is unreachable.")
+def recover(
+    settings: ConnectionSettings, state_path: str | None, as_json: bool, wait: float
+) -> None:
+    """Repair stale run entries of this server: restore what dead runs left changed.
+
+    Exit 0 when nothing stale is left, 1 when an entry could not be repaired (its
+    claim is still held), 3 when the server stays unreachable.
+    """
+    from govern.output import print_json
+    from govern.server import detect
+    from govern.state import StateStore
+    from wrappers import journal
+    from wrappers.recovery import recover_server, sweep_events
+    from wrappers.status import recover_document
+
+    conn = _connect_with_retry(settings, wait)
+    server = detect(conn, replica_status=False)
+    with StateStore.open(state_path) as store:
+        repairs = recover_server(conn, server, store, actor="recover")
+        dropped = sweep_events(conn)
+        remaining = [r for r in journal.open_runs(store, server.identity) if r.stale_reason()]
+        document = recover_document(store, server, repairs, remaining, dropped)
+    conn.close()
+    if as_json:
+        print_json(document)
+    else:
+        for item in document["repaired"]:
+            click.echo(
+                f"run {item['run_id']} ({item['name']}): {item['reason']}; {item['message']}"
+            )
+        for record in remaining:
+            click.echo(f"run {record.id} ({record.name}): still stale: {record.stale_reason()}")
+        if not document["repaired"] and not remaining:
+            click.echo(f"nothing to recover on {server.identity}")
+        if dropped:
+            click.echo(f"dropped {dropped} fired govern event(s)")
+    sys.exit(1 if remaining else 0)
+
+
+def _connect_with_retry(settings: ConnectionSettings, wait: float) -> Any:
+    """Connect, retrying with backoff for up to ``wait`` seconds (the server may be restarting)."""
+    from govern.connection import connect
+    from govern.errors import ServerError
+    from govern.output import info
+
+    deadline = time.monotonic() + wait
+    delay = 0.5
+    while True:
+        try:
+            return connect(settings)
+        except ServerError as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            info(f"{exc.message}; retrying in {delay:g} s")
+            time.sleep(delay)
+            delay = min(delay * 2, 30)
+
+
+@click.command()
+@state_option
+@click.option("--json", "as_json", is_flag=True, help="Print the govern.run.history document.")
+@click.option("--name", help="Only runs with this name.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="The newest N runs.")
+def history(state_path: str | None, as_json: bool, name: str | None, limit: int | None) -> None:
+    """Every run: name, command, start, end, exit code, mode and its blind window."""
+    from govern.output import print_json
+    from govern.state import StateStore
+    from wrappers import journal
+    from wrappers.status import history_document
+
+    with StateStore.open(state_path) as store:
+        document = history_document(store, journal.history(store, name=name, limit=limit))
+    if as_json:
+        print_json(document)
+        return
+    _print_history(document)
+
+
+# --- text rendering ---------------------------------------------------------------------
+def _short_time(stamp: str | None) -> str:
+    return stamp[:19].replace("T", " ") if stamp else ""
+
+
+def _print_history(document: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from govern.output import console
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "name", "started (UTC)", "took", "exit", "mode", "changed", "outcome"):
+        table.add_column(column)
+    for run in document["runs"]:
+        took = ""
+        if run["ended_at"]:
+            seconds = (_parse(run["ended_at"]) - _parse(run["started_at"])).total_seconds()
+            took = f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.0f}m"
+        changed = (
+            f"{run['variable']} {run['original_text']}→{run['set_text']}" if run["window"] else ""
+        )
+        table.add_row(
+            run["id"],
+            run["name"],
+            _short_time(run["started_at"]),
+            took,
+            "" if run["exit_code"] is None else str(run["exit_code"]),
+            run["mode"],
+            changed,
+            run["outcome"] or run["state"],
+        )
+    console().print(table)
+
+
+def _parse(stamp: str) -> Any:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp)
+
+
+def _shown(variable: str, value: float) -> str:
+    if variable == "long_query_time":
+        return f"{value:g}s"
+    return "ON" if value else "OFF"
+
+
+def _print_status(document: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from govern.output import console
+
+    out = console()
+    slow = document["slow_log"]
+    out.print(
+        f"{document['server']['label']} ({document['server']['identity']}) via "
+        f"{document['connection']}\n"
+        f"slow log {'ON' if slow['enabled'] else 'OFF'} ({slow['variable']}), "
+        f"long_query_time {slow['long_query_time']}, log_output {slow['log_output']}, "
+        f"event_scheduler {slow['event_scheduler']}"
+    )
+    if document["holders"]:
+        table = Table(title="govern runs holding a setting (server view)", box=None)
+        for column in ("variable", "value", "before", "connection", "client", "run", "pid@host"):
+            table.add_column(column)
+        for h in document["holders"]:
+            table.add_row(
+                h["variable"],
+                _shown(h["variable"], h["set_value"]),
+                _shown(h["variable"], h["original_value"]),
+                str(h["connection_id"]),
+                str(h["client"] or ""),
+                h["name"] or "",
+                f"{h['pid']}@{h['host']}" if h["pid"] else "",
+            )
+        out.print(table)
+    else:
+        out.print("no govern run holds a setting on this server")
+    if document["runs"]:
+        table = Table(title="runs in this state file", box=None)
+        for column in ("id", "name", "pid", "since (UTC)", "lease until", "mode", "state"):
+            table.add_column(column)
+        for run in document["runs"]:
+            table.add_row(
+                run["id"],
+                run["name"],
+                str(run["pid"]),
+                _short_time(run["started_at"]),
+                _short_time(run["lease_until"])[11:],
+                run["mode"],
+                f"stale: {run['stale']}" if run["stale"] else run["state"],
+            )
+        out.print(table)
+    for connection in document["blind_connections"]:
+        out.print(
+            f"blind: connection {connection['id']} {connection['user']}@{connection['host']} "
+            f"opened while {connection['variable']} was {connection['value']} (run "
+            f"{connection['run_id']}): reconnect it or KILL {connection['id']};"
+        )
+    for event in document["events"]:
+        out.print(
+            f"event {event['schema']}.{event['name']}: {event['status']} at {event['execute_at']}"
+        )
+    if document["stale"]:
+        out.print(f"{len(document['stale'])} stale entr(y/ies): run `govern recover`")
+    for note in document["notes"]:
+        out.print(f"note: {note}")
