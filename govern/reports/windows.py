@@ -15,6 +15,7 @@ from typing import Any
 
 from govern.charts import Window
 from govern.errors import UsageError
+from govern.state import StateStore
 
 
 def epoch(stamp: str) -> float:
@@ -43,6 +44,14 @@ def windows_from_history(document: dict[str, Any], source: str = "history") -> l
         return [window(raw) for raw in document.get("windows") or []]
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{source}: a blind window without a valid {exc}") from None
+
+
+def windows_from_state(store: StateStore) -> list[Window]:
+    """Every blind window this host's ``govern run`` recorded in the state store."""
+    from wrappers import journal
+    from wrappers.status import window_json
+
+    return [window(raw) for record in journal.history(store) if (raw := window_json(record))]
 
 
 def load_windows(paths: Iterable[str]) -> list[Window]:
