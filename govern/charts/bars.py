@@ -186,6 +186,10 @@ def paired_bars(
                     class_="first",
                 )
             )
+            if pair.second is None:  # nothing after it (a class that is gone): label this one
+                items.append(
+                    svg.text(x(pair.first) + 4, y + row / 2 - 2, unit(pair.first), fill=svg.MUTED)
+                )
         if pair.second is not None:
             items.append(
                 svg.rect(
