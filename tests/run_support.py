@@ -25,14 +25,17 @@ GOVERN = [sys.executable, "-m", "govern"]
 JOB = """
 import os, signal, sys, time, pathlib
 folder = pathlib.Path(sys.argv[1])
+def publish(name, text):  # write then rename: a reader never sees an empty file
+    (folder / (name + ".tmp")).write_text(text)
+    os.replace(folder / (name + ".tmp"), folder / name)
 def record(signum, frame):
-    (folder / "signal").write_text(str(signum))
+    publish("signal", str(signum))
     sys.exit(128 + signum)
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
     signal.signal(sig, record)
 if "ignore-term" in sys.argv:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-(folder / "started").write_text(str(os.getpid()))
+publish("started", str(os.getpid()))
 while not (folder / "finish").exists():
     time.sleep(0.02)
 time.sleep(0.05)
@@ -172,7 +175,8 @@ def history(state: Path) -> list[dict[str, Any]]:
 
 
 def finish(folder: Path, code: int = 0) -> None:
-    (folder / "finish").write_text(str(code))
+    (folder / "finish.tmp").write_text(str(code))
+    os.replace(folder / "finish.tmp", folder / "finish")
 
 
 def value(conn: Any, name: str) -> str:
