@@ -28,7 +28,7 @@ def document(**extra: Any) -> dict[str, Any]:
             "last_seen": "2024-03-01T11:00:00",
             "seconds": 3600,
         },
-        "totals": {"events": 30, "classes": 1, "query_time": 3.0},
+        "totals": {"events": 30, "classes": 1, "query_time": 3.0, "other_events": 0},
         "malformed": [{"file": "db1.log", "line": 7, "reason": "no query"}],
         "omitted_classes": 0,
         "classes": [

@@ -40,6 +40,11 @@ def from_govern(path: str, document: dict[str, Any]) -> Digest:
         digest.notes.append(
             f"{malformed} malformed events were skipped (govern digest lists them)."
         )
+    other = int(totals.get("other_events") or 0)
+    if other:
+        digest.notes.append(
+            f"{other:,} events of classes beyond --max-classes are counted in one 'other' class."
+        )
     omitted = int(document.get("omitted_classes") or 0)
     if omitted:
         digest.notes.append(f"{omitted} classes were left out of this saved digest (--top).")
