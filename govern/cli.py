@@ -25,8 +25,8 @@ COMMANDS: dict[str, str] = {
     "load": "govern.commands.load:load",
     "lint": "rules.cli:lint",
     "rules": "rules.cli:rules",
-    "digest": "govern.commands.digest_compare:digest",
     "schedule": "schedulers.cli:schedule",
+    "digest": "govern.commands.digest:digest",
 }
 
 

@@ -12,7 +12,6 @@ from govern.errors import UsageError
 from govern.reports.compare import compare_digests
 from govern.reports.digest_html import digest_report
 from govern.reports.digest_input import load_digest
-from govern.reports.timeline import Timeline
 
 QUERY_ID = "3A99CC42AEDCCFCD" * 2
 
@@ -112,7 +111,10 @@ def save(tmp_path: Path, name: str, doc: dict[str, Any]) -> str:
 
 
 def test_reads_classes_servers_and_the_optional_timeline(tmp_path: Path) -> None:
-    timeline = Timeline.from_events([(1_709_287_200 + i * 120, 0.1) for i in range(30)]).to_json()
+    timeline = {
+        "step_s": 60,
+        "minutes": [[f"2024-03-01 10:{2 * i:02d}", 1, 0.1] for i in range(30)],
+    }
     digest = load_digest(save(tmp_path, "d.json", document(timeline=timeline)))
     assert digest.producer == "govern" and digest.events == 30 and digest.hosts == ["db1", "db2"]
     (cls,) = digest.classes
@@ -121,6 +123,7 @@ def test_reads_classes_servers_and_the_optional_timeline(tmp_path: Path) -> None
     assert cls.users[0] == ("app", 20) and cls.flags == {"Full_scan": 3}
     assert cls.histogram[5] == ("100ms", 15) and cls.sample_attributes["query_time"] == 0.5
     assert digest.timeline is not None and sum(digest.timeline.counts.values()) == 30
+    assert min(digest.timeline.counts) == 1_709_287_200  # log time read as UTC
     assert digest.notes == ["1 malformed events were skipped (govern digest lists them)."]
     html = digest_report(digest)
     assert "Top hosts" in html and "db2" in html and "n-plus-one" in html

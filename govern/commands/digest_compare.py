@@ -108,11 +108,3 @@ def compare(
         failing += counts["new"] + counts["gone"]
     if fail_on != "never" and failing:
         raise SystemExit(EXIT_FINDINGS)
-
-
-@click.group()
-def digest() -> None:
-    """Slow-log digests (compare saved digests)."""
-
-
-digest.add_command(compare)

@@ -1,6 +1,114 @@
-"""Reports people open in a browser: digests, digest comparisons, scheduler nights.
+"""Digest reports. Each renders the govern.digest document (govern/digest/result.py),
+so a fresh digest and a merged one print the same way.
 
-Each module turns documents govern already produces (the JSON contracts of
-docs/json.md) into one self-contained HTML page built with ``govern.html`` and
-``govern.charts``, so a report can also be made later, elsewhere, from saved JSON.
+* :mod:`govern.reports.text` — tables for a terminal (rich);
+* :mod:`govern.reports.markdown` — for CI comments and wikis;
+* JSON is the document itself (``govern.output.print_json``);
+* :mod:`govern.reports.digest_html` — the HTML page (``--format html``), and the other
+  pages people open in a browser: :mod:`govern.reports.compare_html` (``govern digest
+  compare``) and :mod:`govern.reports.schedule` (``govern schedule report``), all built with
+  ``govern.html`` and ``govern.charts``.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def seconds(value: float | None) -> str:
+    """A duration the way DBAs read it: 1.2s, 340ms, 85us."""
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:,.0f}s"
+    if value >= 1:
+        return f"{value:.2f}s"
+    if value >= 0.001:
+        return f"{value * 1000:.1f}ms"
+    return f"{value * 1_000_000:.0f}us"
+
+
+def amount(value: float | None) -> str:
+    """A count: 1.2k, 3.4M."""
+    if value is None:
+        return "-"
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.1f}{unit}"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}"
+
+
+def figure(name: str, metric: dict[str, Any], key: str) -> str:
+    """One statistic of a metric, as seconds for times and as a count otherwise."""
+    value = metric.get(key)
+    if value is None:
+        return "-"
+    if isinstance(metric.get("sum"), float) or name.endswith("_time") or name.endswith("_wait"):
+        return seconds(float(value))
+    return amount(value)
+
+
+_FIRST_METRICS = (
+    "Query_time",
+    "Lock_time",
+    "Rows_sent",
+    "Rows_examined",
+    "Rows_affected",
+    "Bytes_sent",
+    "Values_rows",
+)
+
+
+def metric_order(metrics: dict[str, Any]) -> list[str]:
+    """The usual suspects first, the rest by name; Query_length (pt's bytes) left out."""
+    first = [name for name in _FIRST_METRICS if name in metrics]
+    rest = sorted(name for name in metrics if name not in _FIRST_METRICS and name != "Query_length")
+    return first + rest
+
+
+def top_values(values: dict[str, int], limit: int = 3) -> str:
+    """``shop 90%, app 10%`` — the most frequent values of a distribution."""
+    total = sum(values.values())
+    if not total:
+        return "-"
+    shown = [
+        f"{name or '(none)'} {count * 100 / total:.0f}%"
+        for name, count in list(values.items())[:limit]
+    ]
+    rest = len(values) - limit
+    return ", ".join(shown) + (f" (+{rest} more)" if rest > 0 else "")
+
+
+def summary_lines(document: dict[str, Any]) -> list[str]:
+    """The few lines that head every report."""
+    totals = document["totals"]
+    window = document["window"]
+    inputs = document["inputs"]
+    names = ", ".join(i["name"] + (f" ({i['host']})" if i.get("host") else "") for i in inputs)
+    lines = [
+        f"{totals['events']:,} events, {totals['classes']:,} classes, "
+        f"{seconds(totals['query_time'])} total query time",
+        f"inputs: {names}",
+    ]
+    if window["first_seen"]:
+        span = window["seconds"]
+        lines.append(
+            f"window: {window['first_seen']} .. {window['last_seen']}"
+            + (f" ({span:,.0f}s)" if span else "")
+        )
+    skipped = [
+        (totals["filtered"], "filtered out"),
+        (totals["malformed"], "malformed (skipped)"),
+        (
+            totals["other_events"],
+            f"in classes beyond --max-classes {document['options']['max_classes']}",
+        ),
+        (totals["unreported_events"], "without Query_time (not reported)"),
+    ]
+    notes = [f"{count:,} {what}" for count, what in skipped if count]
+    if notes:
+        lines.append("events " + "; ".join(notes))
+    omitted = document.get("omitted_classes", 0)
+    if omitted:
+        lines.append(f"{omitted:,} more classes not shown (--top)")
+    return lines

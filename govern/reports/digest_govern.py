@@ -13,6 +13,7 @@ from typing import Any
 from govern.errors import UsageError
 from govern.reports.digest_input import Digest, QueryClass, Stat, number
 from govern.reports.timeline import Timeline
+from govern.reports.windows import epoch
 
 
 def from_govern(path: str, document: dict[str, Any]) -> Digest:
@@ -31,7 +32,7 @@ def from_govern(path: str, document: dict[str, Any]) -> Digest:
             last_seen=window.get("last_seen"),
             files=[str(i["name"]) for i in inputs],
             hosts=sorted({str(i["host"]) for i in inputs if i.get("host")}),
-            timeline=Timeline.from_json(timeline) if timeline else None,
+            timeline=_timeline(timeline) if timeline else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{path}: a govern.digest document without a valid {exc}") from None
@@ -49,6 +50,23 @@ def from_govern(path: str, document: dict[str, Any]) -> Digest:
     if omitted:
         digest.notes.append(f"{omitted} classes were left out of this saved digest (--top).")
     return digest
+
+
+def _timeline(raw: dict[str, Any]) -> Timeline | None:
+    """``{step_s, minutes: [["YYYY-MM-DD HH:MM", events, query_time_s], …]}`` in log time.
+
+    Log time is read as UTC (the state store's clock, where blind windows come from): a
+    server that logs local time in another zone shows its windows shifted by the offset.
+    """
+    timeline = Timeline(int(raw["step_s"]))
+    for minute, events, seconds in raw.get("minutes") or []:
+        try:
+            bucket = int(epoch(f"{minute}:00"))
+        except ValueError:
+            continue  # a log time govern cannot place on a clock
+        timeline.counts[bucket] = timeline.counts.get(bucket, 0) + int(events)
+        timeline.seconds[bucket] = timeline.seconds.get(bucket, 0.0) + float(seconds)
+    return None if timeline.empty else timeline
 
 
 def _stat(raw: dict[str, Any] | None) -> Stat:

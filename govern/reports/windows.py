@@ -54,6 +54,20 @@ def windows_from_state(store: StateStore) -> list[Window]:
     return [window(raw) for record in journal.history(store) if (raw := window_json(record))]
 
 
+def windows_from_state_file(path: str | None) -> list[Window]:
+    """Windows from the state file at ``path`` (default location if None); none if it is absent.
+
+    Reading never creates a state file: a host that never ran ``govern run`` has no windows.
+    """
+    from govern.state import default_state_path
+
+    target = Path(path) if path else default_state_path()
+    if not target.is_file():
+        return []
+    with StateStore.open(target) as store:
+        return windows_from_state(store)
+
+
 def load_windows(paths: Iterable[str]) -> list[Window]:
     """Windows from saved ``govern history --json`` files (e.g. from the database host)."""
     found: list[Window] = []

@@ -1,0 +1,276 @@
+"""``govern digest``, ``govern digest merge`` and ``govern digest compare``: thin shells."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from govern.cli_options import state_option
+from govern.digest.filters import parse_filters, parse_time
+from govern.digest.result import Digest, from_document, merge_digests, parse_order_by, to_document
+from govern.digest.runner import DigestOptions, digest_paths
+from govern.errors import UsageError
+from govern.output import print_json, warn
+
+_FORMATS = ("text", "json", "md", "html")
+
+
+def _report_options(command: Any) -> Any:
+    for option in reversed(
+        [
+            click.option(
+                "--format",
+                "output_format",
+                type=click.Choice(_FORMATS),
+                default="text",
+                show_default=True,
+                help="text: tables for a terminal; json: the govern.digest document "
+                "(mergeable; docs/json.md); md: Markdown for CI comments; html: a "
+                "self-contained page with charts (with -o).",
+            ),
+            click.option(
+                "-o",
+                "--output",
+                default="-",
+                metavar="FILE",
+                help="Write the html page here [default: stdout].",
+            ),
+            click.option(
+                "--windows",
+                "window_files",
+                multiple=True,
+                metavar="HISTORY.json",
+                help="Also shade these blind windows on the html load chart (govern history "
+                "--json saved where govern run ran). Repeatable.",
+            ),
+            state_option,
+            click.option(
+                "--top",
+                type=click.IntRange(min=1),
+                help="Classes to show [default: 20 for text, md and html; all for json, so it can be merged].",
+            ),
+            click.option(
+                "--order-by",
+                default="Query_time:sum",
+                show_default=True,
+                metavar="ATTR:FUNC",
+                help="Rank classes by an attribute's sum, max, min, avg or cnt.",
+            ),
+            click.option(
+                "--max-classes",
+                type=click.IntRange(min=1),
+                default=10_000,
+                show_default=True,
+                help="Distinct classes kept; further ones are counted in an 'other' class.",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+class _DigestCommand(click.Command):
+    """``govern digest merge|compare …`` are those commands; anything else digests logs."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        if args and args[0] in _SUBCOMMANDS:
+            command = _SUBCOMMANDS[args[0]]()
+            return command.make_context(f"{info_name} {args[0]}", args[1:], parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+
+@click.command(cls=_DigestCommand)
+@click.argument("inputs", nargs=-1, metavar="FILE…")
+@_report_options
+@click.option(
+    "--since", metavar="TIME", help="Only events at or after TIME (log time, or 2h, 7d…)."
+)
+@click.option("--until", metavar="TIME", help="Only events before TIME.")
+@click.option(
+    "--filter",
+    "filter_texts",
+    multiple=True,
+    metavar="KEY=GLOB",
+    help="Keep events whose db, user, host, fingerprint or id matches (=, != or ~REGEX). Repeatable.",
+)
+@click.option("--host", metavar="NAME", help="Label these logs with the server they come from.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Worker processes [default: one per CPU; 1: no workers].",
+)
+def digest(
+    inputs: tuple[str, ...],
+    output_format: str,
+    top: int | None,
+    order_by: str,
+    max_classes: int,
+    since: str | None,
+    until: str | None,
+    filter_texts: tuple[str, ...],
+    host: str | None,
+    jobs: int,
+    output: str,
+    window_files: tuple[str, ...],
+    state_path: str | None,
+) -> None:
+    """Group slow-log events into query classes and report what costs the most.
+
+    FILE may be a slow log from MySQL 5.0-8.x, Percona Server or MariaDB, a
+    glob, - for stdin, or a gzip, bzip2 or xz file. Classes use
+    pt-query-digest's fingerprints and query IDs.
+
+    \b
+    Merge saved JSON digests (several hosts or days, valid percentiles):
+      govern digest merge db1.json db2.json [--format …] [--top N]
+    Compare two saved digests (classes new, gone, slower, faster):
+      govern digest compare before.json after.json [--format text|json|md|html]
+    A page with charts and govern run's blind windows shaded:
+      govern digest FILE --format html -o report.html
+
+    Exit codes: 0 ok, 2 bad option or unreadable input.
+    """
+    parse_order_by(order_by)
+    options = DigestOptions(
+        order_by=order_by,
+        max_classes=max_classes,
+        since=parse_time("--since", since) if since else None,
+        until=parse_time("--until", until) if until else None,
+        filters=parse_filters(filter_texts),
+        filter_texts=list(filter_texts),
+        host=host,
+        jobs=jobs,
+    )
+    _check_output(output_format, output, window_files)
+    result = digest_paths(list(inputs), options)
+    _warn_about_inputs(result)
+    _emit(result, output_format, top, output, window_files, state_path)
+
+
+@click.command()
+@click.argument("documents", nargs=-1, metavar="DIGEST.json…")
+@_report_options
+def merge(
+    documents: tuple[str, ...],
+    output_format: str,
+    top: int | None,
+    order_by: str,
+    max_classes: int,
+    output: str,
+    window_files: tuple[str, ...],
+    state_path: str | None,
+) -> None:
+    """Merge saved digests (govern digest --format json) into one report.
+
+    Classes join on their query ID; counts, sums and sketches add up, so the
+    merged percentiles are as good as a digest of all the logs at once. Use
+    --host when saving each digest to see the top servers per class.
+    """
+    parse_order_by(order_by)
+    _check_output(output_format, output, window_files)
+    if not documents:
+        raise UsageError("no input: give digests saved with --format json (or - for stdin)")
+    digests = [_load(name) for name in documents]
+    for loaded in digests:
+        if loaded.omitted_classes:
+            warn(
+                f"a digest left out {loaded.omitted_classes} classes (saved with --top): "
+                "the merge misses them"
+            )
+    merged = merge_digests(digests, max_classes=max_classes, order_by=order_by)
+    _emit(merged, output_format, top, output, window_files, state_path)
+
+
+def _load(name: str) -> Digest:
+    try:
+        text = sys.stdin.read() if name == "-" else open(name, encoding="utf-8").read()  # noqa: SIM115
+    except FileNotFoundError:
+        raise UsageError(f"{name}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{name}: cannot read: {exc}") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{name}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    return from_document(document, name)
+
+
+def _warn_about_inputs(result: Digest) -> None:
+    for source in result.sources:
+        for problem in source.problems:
+            warn(f"{source.name}: {problem}")
+        if source.bytes == 0 and source.name != "-" and source.compression is None:
+            warn(f"{source.name}: empty file")
+    partial = result.partial
+    if partial.malformed:
+        for bad in partial.malformed_kept:
+            warn(f"{result.sources[bad.file].name}:{bad.line}: {bad.reason}")
+        warn(f"{partial.malformed:,} malformed events skipped")
+    if not result.ranked() and result.unreported():
+        warn("no event has a Query_time header: is this a slow log?")
+
+
+def _check_output(output_format: str, output: str, window_files: tuple[str, ...]) -> None:
+    """-o and --windows are for the html page (before any log is read)."""
+    if output_format == "html":
+        return
+    if output != "-":
+        raise UsageError("-o: only with --format html (redirect the other formats: > FILE)")
+    if window_files:
+        raise UsageError("--windows: only the html format draws blind windows")
+
+
+def _emit(
+    result: Digest,
+    output_format: str,
+    top: int | None,
+    output: str = "-",
+    window_files: tuple[str, ...] = (),
+    state_path: str | None = None,
+) -> None:
+    if output_format == "html":
+        from govern.html.page import write_page
+        from govern.reports.digest_govern import from_govern
+        from govern.reports.digest_html import digest_report
+        from govern.reports.windows import load_windows, windows_from_state_file
+
+        windows = windows_from_state_file(state_path) + load_windows(window_files)
+        names = ", ".join(source.name for source in result.sources)
+        page = digest_report(
+            from_govern(names, to_document(result)), windows=windows, top=top or 20
+        )
+        write_page(page, output)
+        return
+    if output_format == "json":
+        print_json(to_document(result, top=top))
+        return
+    document = to_document(result)
+    shown = top if top is not None else 20
+    if output_format == "md":
+        from govern.reports import markdown
+
+        markdown.render(document, sys.stdout, top=shown)
+    else:
+        from govern.reports import text
+
+        text.render(document, top=shown)
+
+
+def _compare() -> click.Command:
+    from govern.commands.digest_compare import compare
+
+    return compare
+
+
+#: ``govern digest NAME …`` runs these instead of digesting a file named NAME.
+_SUBCOMMANDS: dict[str, Any] = {"merge": lambda: merge, "compare": _compare}

@@ -1,0 +1,76 @@
+"""The Markdown report: a profile table and one collapsible section per class (CI comments)."""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+from govern.reports import amount, figure, metric_order, seconds, summary_lines, top_values
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(document: dict[str, Any], stream: IO[str], top: int | None = 20) -> None:
+    classes = document["classes"][: top if top is not None else None]
+    write = stream.write
+    write("## govern digest\n\n")
+    for line in summary_lines(document):
+        write(f"- {line}\n")
+    for bad in document["malformed"]:
+        write(f"- malformed: `{bad['file']}:{bad['line']}`: {_cell(bad['reason'])}\n")
+    if not classes:
+        write("\nNo query classes.\n")
+        return
+    write("\n| # | query ID | time | % | calls | avg | p95 | rows examined | fingerprint |\n")
+    write("|--:|---|--:|--:|--:|--:|--:|--:|---|\n")
+    for rank, item in enumerate(classes, 1):
+        qt = item["metrics"]["Query_time"]
+        examined = item["metrics"].get("Rows_examined")
+        fingerprint = " ".join(item["fingerprint"].split())
+        if len(fingerprint) > 100:
+            fingerprint = fingerprint[:99] + "…"
+        write(
+            f"| {rank} | `{item['id16']}` | {seconds(qt['sum'])} | {item['share'] * 100:.1f} "
+            f"| {amount(item['count'])} | {seconds(qt['avg'])} | {seconds(qt['p95'])} "
+            f"| {amount(examined['avg']) if examined else '-'} | `{_cell(fingerprint)}` |\n"
+        )
+    for rank, item in enumerate(classes, 1):
+        write(f"\n<details><summary>#{rank} <code>{item['id']}</code></summary>\n\n")
+        write("| attribute | sum | min | max | avg | median | p95 | p99 |\n")
+        write("|---|--:|--:|--:|--:|--:|--:|--:|\n")
+        for name in metric_order(item["metrics"]):
+            metric = item["metrics"][name]
+            cells = " | ".join(
+                figure(name, metric, key)
+                for key in ("sum", "min", "max", "avg", "median", "p95", "p99")
+            )
+            write(f"| {name} | {cells} |\n")
+        write("\n")
+        for name, values in item["values"].items():
+            write(f"- {name}: {_cell(top_values(values))}\n")
+        if item["servers"]:
+            write(f"- servers: {_cell(top_values(item['servers'], 5))}\n")
+        sequence = item["sequence"]
+        if sequence["runs"]:
+            write(
+                f"- back-to-back: {sequence['repeated_calls']:,} of {sequence['calls']:,} calls "
+                f"in runs (longest {sequence['longest_run']:,}) on "
+                f"{sequence['connections']:,} connections\n"
+            )
+        tables = item["tables"]
+        if tables["read"] or tables["written"]:
+            write(
+                f"- tables: read {', '.join(tables['read']) or '-'}; "
+                f"written {', '.join(tables['written']) or '-'}\n"
+            )
+        sample = item.get("sample")
+        if sample:
+            where = f" at `{sample['file']}:{sample['line']}`" if sample.get("file") else ""
+            write(f"\nWorst sample ({seconds(sample['query_time'])}{where}):\n\n")
+            query = sample["query"]
+            if len(query) > 4000:
+                query = query[:4000] + " /* … */"
+            fence = "````" if "```" in query else "```"
+            write(f"{fence}sql\n{query}\n{fence}\n")
+        write("\n</details>\n")

@@ -1,0 +1,169 @@
+"""The terminal report: a profile of the top classes, then each class in detail.
+
+Modelled on pt-query-digest's report (profile, then one block per class) but
+with the facts govern adds: percentiles from a mergeable sketch, servers,
+back-to-back runs on one connection, rows per statement, tables touched.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import IO, Any, Literal
+
+from govern.reports import amount, figure, metric_order, seconds, summary_lines, top_values
+
+_BARS = " ▁▂▃▄▅▆▇█"
+
+
+def render(document: dict[str, Any], stream: IO[str] | None = None, top: int | None = 20) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    target = stream or sys.stdout
+    piped = not getattr(target, "isatty", lambda: False)()
+    out = Console(file=target, highlight=False, soft_wrap=False, width=160 if piped else None)
+    classes = document["classes"][: top if top is not None else None]
+    out.print("[bold]govern digest[/bold]")
+    for line in summary_lines(document):
+        out.print(f"  {line}")
+    for bad in document["malformed"]:
+        out.print(f"  [yellow]malformed[/yellow] {bad['file']}:{bad['line']}: {bad['reason']}")
+    if not classes:
+        out.print("\nno query classes")
+        return
+    profile = Table(title="profile", title_justify="left", show_edge=False, pad_edge=False)
+    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
+        ("#", "right"),
+        ("query ID", "left"),
+        ("time", "right"),
+        ("%", "right"),
+        ("calls", "right"),
+        ("avg", "right"),
+        ("p95", "right"),
+        ("rows exam.", "right"),
+        ("fingerprint", "left"),
+    )
+    for name, justify in columns:
+        profile.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")
+    for rank, item in enumerate(classes, 1):
+        qt = item["metrics"]["Query_time"]
+        examined = item["metrics"].get("Rows_examined")
+        profile.add_row(
+            str(rank),
+            item["id16"],
+            seconds(qt["sum"]),
+            f"{item['share'] * 100:.1f}",
+            amount(item["count"]),
+            seconds(qt["avg"]),
+            seconds(qt["p95"]),
+            amount(examined["avg"]) if examined else "-",
+            _short(item["fingerprint"], 80),
+        )
+    out.print()
+    out.print(profile)
+    for rank, item in enumerate(classes, 1):
+        out.print()
+        _render_class(out, rank, item)
+    other = document.get("other")
+    if other:
+        out.print()
+        out.print(
+            f"[bold]other[/bold]: {other['count']:,} events in classes beyond --max-classes, "
+            f"{seconds(other['metrics']['Query_time']['sum']) if 'Query_time' in other['metrics'] else '-'}"
+        )
+
+
+def _short(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _render_class(out: Any, rank: int, item: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    qt = item["metrics"]["Query_time"]
+    out.print(f"[bold]# {rank}  {item['id']}[/bold]  ({item['share'] * 100:.1f}% of query time)")
+    out.print(f"  {escape(_short(item['fingerprint'], 400))}")
+    rate = f", {item['qps']:.3g}/s" if item.get("qps") else ""
+    seen = f", seen {item['first_seen']} .. {item['last_seen']}" if item["first_seen"] else ""
+    out.print(f"  {item['count']:,} calls{rate}{seen}")
+    table = Table(show_edge=False, pad_edge=False, box=None)
+    table.add_column("  attribute")
+    for column in ("sum", "min", "max", "avg", "median", "p95", "p99"):
+        table.add_column(column, justify="right")
+    metrics = item["metrics"]
+    for name in metric_order(metrics):
+        metric = metrics[name]
+        table.add_row(
+            f"  {name}",
+            *(
+                figure(name, metric, key)
+                for key in ("sum", "min", "max", "avg", "median", "p95", "p99")
+            ),
+        )
+    out.print(table)
+    flags = [
+        f"{name} {flag['yes'] * 100 / flag['count']:.0f}%"
+        for name, flag in item["flags"].items()
+        if flag["count"]
+    ]
+    if flags:
+        out.print(f"  flags: {', '.join(flags)}")
+    spread = [
+        f"{name}: {escape(top_values(values))}" for name, values in item["values"].items() if values
+    ]
+    if item["servers"]:
+        spread.append(f"servers: {escape(top_values(item['servers'], 5))}")
+    if spread:
+        out.print("  " + "   ".join(spread))
+    histogram = item["histogram"]
+    out.print("  Query_time: " + _sparkline(histogram["Query_time"], histogram["labels"]))
+    out.print("  " + _sequence(item))
+    tables = item["tables"]
+    if tables["read"] or tables["written"]:
+        out.print(
+            f"  tables: read {', '.join(tables['read']) or '-'}; written {', '.join(tables['written']) or '-'}"
+        )
+    sample = item.get("sample")
+    if sample:
+        where = f" at {sample['file']}:{sample['line']}" if sample.get("file") else ""
+        when = f", {sample['ts']}" if sample.get("ts") else ""
+        out.print(f"  worst sample ({seconds(sample['query_time'])}{where}{when}):")
+        query = sample["query"] + (" /* … truncated */" if sample["truncated"] else "")
+        out.print("    " + escape(_short(query, 2000)))
+    del qt
+
+
+def _sparkline(counts: list[int], labels: list[str]) -> str:
+    top = max(counts) or 1
+    cells = []
+    for label, count in zip(labels, counts, strict=True):
+        bar = _BARS[max(1, round(count * (len(_BARS) - 1) / top))] if count else "·"
+        cells.append(f"{label} {bar}")
+    return "  ".join(cells)
+
+
+def _sequence(item: dict[str, Any]) -> str:
+    sequence = item["sequence"]
+    parts = []
+    if sequence["runs"]:
+        connections = f"{sequence['connections']:,}" + (
+            "" if sequence["connections_exact"] else "~"
+        )
+        parts.append(
+            f"runs: {sequence['calls']:,} calls in {sequence['runs']:,} runs on {connections} "
+            f"connection{'' if sequence['connections'] == 1 else 's'}, "
+            f"{sequence['repeated_calls']:,} back-to-back (longest {sequence['longest_run']:,}, "
+            f"mean {sequence['mean_run']:.1f})"
+        )
+    rows = item.get("rows_per_statement")
+    if rows:
+        parts.append(f"rows/statement {rows['avg']:g} ({rows['source']})")
+    overhead = item["overhead"]
+    if overhead["per_statement"] is not None and item["tables"]["written"]:
+        parts.append(
+            f"fit: {seconds(max(overhead['per_statement'], 0.0))}/statement + "
+            f"{seconds(max(overhead['per_row'], 0.0))}/row"
+        )
+    return "; ".join(parts) if parts else "runs: no connection ids in this log"

@@ -1,0 +1,206 @@
+"""Helpers for the digest tests: pt-query-digest as an oracle, and a workload recorded
+from the test MariaDB (a real slow log, long_query_time=0)."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from govern.digest.result import to_document
+from govern.digest.runner import DigestOptions, digest_paths
+
+PT_QUERY_DIGEST = shutil.which("pt-query-digest")
+
+
+def pt_classes(path: Path) -> dict[str, tuple[int, float]]:
+    """pt-query-digest's classes: query ID -> (count, Query_time sum)."""
+    if PT_QUERY_DIGEST is None:
+        pytest.skip("pt-query-digest is not installed (scripts/test installs percona-toolkit)")
+    target = path
+    with tempfile.TemporaryDirectory() as tmp:
+        if path.suffix == ".gz":  # pt reads plain text only
+            target = Path(tmp) / path.stem
+            target.write_bytes(gzip.decompress(path.read_bytes()))
+        out = subprocess.run(
+            [
+                PT_QUERY_DIGEST,
+                "--no-version-check",
+                "--output",
+                "json",
+                "--limit",
+                "100%",
+                str(target),
+            ],
+            capture_output=True,
+            check=True,
+        ).stdout
+    if not out.strip():
+        return {}
+    document = json.loads(out)
+    return {
+        item["checksum"]: (int(item["query_count"]), float(item["metrics"]["Query_time"]["sum"]))
+        for item in document["classes"]
+        if "Query_time" in item["metrics"]
+    }
+
+
+def govern_document(path: Path, **options: Any) -> dict[str, Any]:
+    return to_document(digest_paths([str(path)], DigestOptions(**options)))
+
+
+def assert_same_classes(path: Path) -> None:
+    """govern's classes are pt's: same IDs, counts and Query_time sums.
+
+    pt's report (--limit 100%) stops listing classes once the listed ones add up
+    to the total time, so classes that took no time at all may be missing from
+    pt's output; any such class of govern's must have a zero sum.
+    """
+    expected = pt_classes(path)
+    document = govern_document(path, jobs=1)
+    ours = {
+        item["id"]: (item["count"], item["metrics"]["Query_time"]["sum"])
+        for item in document["classes"]
+    }
+    for query_id, (count, total) in expected.items():
+        assert query_id in ours, f"{path.name}: pt class {query_id} missing"
+        assert ours[query_id][0] == count, f"{path.name}: {query_id} count"
+        assert abs(ours[query_id][1] - total) < 1e-6 * max(1.0, total), (
+            f"{path.name}: {query_id} sum"
+        )
+    for query_id, (_, total) in ours.items():
+        if query_id not in expected:
+            assert total == 0, f"{path.name}: class {query_id} is not in pt's report"
+
+
+def comparable(document: dict[str, Any]) -> dict[str, Any]:
+    """A digest document without what may differ between equal digests (nothing, today)."""
+    return document
+
+
+# --- a workload recorded from the test server ---------------------------------------------
+
+WORKLOAD_SETUP = [
+    "CREATE TABLE IF NOT EXISTS users (id INT PRIMARY KEY, name VARCHAR(40), country CHAR(2),"
+    " status TINYINT, KEY k_country (country))",
+    "CREATE TABLE IF NOT EXISTS events (id INT AUTO_INCREMENT PRIMARY KEY, user_id INT,"
+    " kind VARCHAR(20), at DATETIME)",
+    "CREATE TABLE IF NOT EXISTS notes (id INT PRIMARY KEY, note TEXT)",
+]
+
+
+def record_workload(server: Any, destination: Path) -> Path:
+    """Run a realistic mixed workload on the test server with every statement logged.
+
+    Returns a copy of the slow log written meanwhile. Changes global variables,
+    and puts them back.
+    """
+    admin = server.connect()
+    names = (
+        "slow_query_log",
+        "long_query_time",
+        "log_slow_verbosity",
+        "query_cache_type",
+        "query_cache_size",
+    )
+    with admin.cursor() as cur:
+        cur.execute("SET SESSION sql_log_bin = 0")
+        cur.execute(
+            "SELECT Variable_name, Variable_value FROM information_schema.GLOBAL_VARIABLES"
+            f" WHERE Variable_name IN ({', '.join(['%s'] * len(names))})",
+            [n.upper() for n in names],
+        )
+        saved = dict(cur.fetchall())
+        cur.execute("SET GLOBAL query_cache_size = 1048576")
+        cur.execute("SET GLOBAL query_cache_type = DEMAND")
+        cur.execute("SET GLOBAL log_slow_verbosity = 'query_plan,explain'")
+        cur.execute("SET GLOBAL long_query_time = 0")
+    log = server.slow_log
+    start = log.stat().st_size if log.exists() else 0
+    try:
+        with admin.cursor() as cur:
+            cur.execute("SET GLOBAL slow_query_log = ON")
+        _workload(server)
+        time.sleep(0.5)  # an entry can land after the client has its result
+    finally:
+        with admin.cursor() as cur:
+            cur.execute("SET SESSION sql_log_bin = 0")
+            cur.execute("SET GLOBAL slow_query_log = OFF")
+            for name, value in saved.items():
+                try:
+                    cur.execute(f"SET GLOBAL {name} = %s", (value,))
+                except Exception:
+                    cur.execute(f"SET GLOBAL {name} = {value}")
+        admin.close()
+    with log.open("rb") as handle:
+        handle.seek(start)
+        destination.write_bytes(handle.read())
+    return destination
+
+
+def _workload(server: Any) -> None:
+    # Writes go through root with sql_log_bin=0: a replica started later by another
+    # test must not have to replay them. Reads come from the unprivileged account.
+    app = server.connect(database="app")
+    web = server.connect("govern_app", database="app", tcp=True)
+    root = server.connect(database="app")
+    for conn in (app, root):
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION sql_log_bin = 0")
+    with app.cursor() as cur:
+        for statement in WORKLOAD_SETUP:
+            cur.execute(statement)
+        cur.execute("DELETE FROM users")
+        cur.execute("DELETE FROM events")
+        cur.execute("DELETE FROM notes")
+        # A bulk load in multi-row INSERTs of growing size (10, 20, … 100 rows).
+        first = 0
+        for size in range(10, 101, 10):
+            rows = ", ".join(
+                f"({i}, 'user{i}', '{('GB', 'FR', 'DE', 'ES')[i % 4]}', {i % 2})"
+                for i in range(first, first + size)
+            )
+            cur.execute(f"INSERT INTO users (id, name, country, status) VALUES {rows}")
+            first += size
+        # The batching anti-pattern: 300 single-row INSERTs back to back on one connection.
+        for i in range(300):
+            cur.execute(
+                "INSERT INTO events (user_id, kind, at) VALUES (%s, %s, NOW())", (i % 50, "click")
+            )
+    with web.cursor() as cur:
+        for i in range(200):
+            cur.execute("SELECT id, name, country FROM users WHERE id = %s", (i * 7 % 550,))
+            if i % 10 == 0:
+                cur.execute(
+                    "SELECT id, name FROM users WHERE id IN (%s, %s, %s) /* web:list */",
+                    (i, i + 1, i + 2),
+                )
+            if i % 25 == 0:
+                cur.execute(
+                    "SELECT country, COUNT(*)\n  FROM users\n WHERE status = %s\n GROUP BY country",
+                    (i % 2,),
+                )
+        cur.execute("SELECT note FROM notes WHERE note LIKE '%\u65e5\u672c%'")
+        cur.execute("PREPARE s1 FROM 'SELECT name FROM users WHERE id = ?'")
+        for i in range(5):
+            cur.execute(f"SET @uid = {i}")
+            cur.execute("EXECUTE s1 USING @uid")
+        cur.execute("DEALLOCATE PREPARE s1")
+        with contextlib.suppress(Exception):
+            cur.execute("SELECT * FROM no_such_table")
+    with root.cursor() as cur:
+        cur.execute("UPDATE users SET status = 1 - status WHERE country = 'FR'")
+        cur.execute("INSERT INTO notes (id, note) VALUES (1, 'caf\u00e9 \u65e5\u672c \U0001f680')")
+        for _ in range(4):
+            cur.execute("SELECT SQL_CACHE COUNT(*) FROM users WHERE country = 'GB'")
+        cur.execute("DELETE FROM events WHERE id > 250")
+    for conn in (app, web, root):
+        conn.close()
