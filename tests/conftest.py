@@ -68,8 +68,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["XDG_STATE_HOME"] = str(home / "state")
     for name in _ISOLATED_ENV:
         os.environ.pop(name, None)
-    # TERM=dumb (CI, `env -i ... TERM=dumb`) turns rich's live progress off even on a
-    # pty, so the tests that give govern a terminal would see no progress bar.
+    # TERM=dumb (some CI runners, `env -i ... TERM=dumb`) turns rich's live progress
+    # off even on a pty, so the tests that give govern a terminal would see no bar.
     if os.environ.get("TERM", "").lower() in ("", "dumb", "unknown"):
         os.environ["TERM"] = "xterm"
     config.stash[_home_key] = home
