@@ -52,6 +52,13 @@ _ISOLATED_ENV = (
     "MYSQL_HOST",
     "MYSQL_TCP_PORT",
     "MYSQL_UNIX_PORT",
+    # rich reads these: the caller's terminal settings must not change what tests see
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+    "COLUMNS",
+    "LINES",
 )
 
 
@@ -61,6 +68,10 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["XDG_STATE_HOME"] = str(home / "state")
     for name in _ISOLATED_ENV:
         os.environ.pop(name, None)
+    # TERM=dumb (some CI runners, `env -i ... TERM=dumb`) turns rich's live progress
+    # off even on a pty, so the tests that give govern a terminal would see no bar.
+    if os.environ.get("TERM", "").lower() in ("", "dumb", "unknown"):
+        os.environ["TERM"] = "xterm"
     config.stash[_home_key] = home
 
 

@@ -222,6 +222,11 @@ class MariaDB:
                     f"--defaults-file={self.cnf}",
                     "--auth-root-authentication-method=normal",
                     "--skip-test-db",
+                    # Skip its host name lookup (resolveip): the server runs with
+                    # skip-name-resolve, and a machine without /etc/hosts (a fresh
+                    # chroot or container) fails it with "Neither host ... nor
+                    # 'localhost' could be looked up".
+                    "--force",
                 ],
                 capture_output=True,
                 text=True,
