@@ -37,6 +37,7 @@ def _by_verb(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_runs_on_one_connection() -> None:
     classes = _by_verb(to_document(digest_bytes(_sequence_log())))
+    insert_id, update_id = classes["insert"]["id"], classes["update"]["id"]
     # Thread 1: A A A B A; thread 2: A B B; thread 3: B.
     assert {k: v for k, v in classes["insert"]["sequence"].items() if k != "p95_run"} == {
         "calls": 5,
@@ -47,6 +48,9 @@ def test_runs_on_one_connection() -> None:
         "median_run": 1,
         "connections": 2,
         "connections_exact": True,
+        "led_runs": 1,  # thread 1's last A follows a B; the other runs start a connection
+        "led_calls": 1,
+        "leads": [{"id": update_id, "runs": 1, "calls": 1}],
     }
     update = classes["update"]["sequence"]
     assert (update["calls"], update["runs"], update["repeated_calls"], update["longest_run"]) == (
@@ -56,6 +60,23 @@ def test_runs_on_one_connection() -> None:
         2,
     )
     assert update["connections"] == 3
+    assert update["leads"] == [{"id": insert_id, "runs": 2, "calls": 3}]
+    assert (update["led_runs"], update["led_calls"]) == (2, 3)
+
+
+def test_distinct_texts_of_reads() -> None:
+    log = b"".join(
+        _event(n % 3, f"SELECT a FROM t WHERE id = {n % 4}")
+        + _event(1, f"DELETE FROM t WHERE id = {n}")
+        for n in range(40)
+    )
+    classes = _by_verb(to_document(digest_bytes(log)))
+    assert classes["select"]["distinct_texts"] == {"count": 4, "exact": True}
+    assert classes["delete"]["distinct_texts"] is None  # writes: not counted
+    many = b"".join(_event(1, f"SELECT a FROM t WHERE id = {n}") for n in range(5000))
+    (item,) = to_document(digest_bytes(many))["classes"]
+    estimate = item["distinct_texts"]
+    assert not estimate["exact"] and abs(estimate["count"] - 5000) < 5000 * 0.2
 
 
 def test_runs_are_stitched_across_parallel_segments(

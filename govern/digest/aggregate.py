@@ -14,7 +14,9 @@ merge:
   are counted as "unknown" and get the previous range's last value on merge.
 * Runs of one class on one connection (the batching facts): the first and the
   open last run of each connection in a range are kept aside and stitched to
-  the neighbouring ranges' runs on merge.
+  the neighbouring ranges' runs on merge. A run's *lead* (the class that ran
+  just before it on the connection) is known inside a range except for the
+  first run of each connection, which learns it on merge.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from govern import sketch
+from govern.fingerprint import query_id
 
 #: Query_time histogram bucket lower bounds, micro-units: 1us 10us 100us 1ms 10ms 100ms 1s 10s+
 HISTOGRAM_BOUNDS = (10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
@@ -33,6 +36,14 @@ SAMPLE_LIMIT = 64 * 1024
 #: Distinct values kept per string attribute and class; further values count as "(other)".
 DISTINCT_LIMIT = 1000
 OTHER_VALUE = "(other)"
+
+#: Leading classes kept per class (by query ID); further leads count under "(other)".
+LEADS_LIMIT = 100
+
+#: A run on one connection: (fingerprint, calls, lead). The lead is the fingerprint of
+#: the event before the run on that connection, or None when nothing came before it
+#: (in a range's first run of a connection: not known yet, settled on merge).
+OpenRun = tuple[bytes, int, bytes | None]
 
 
 def histogram_index(micro: int) -> int:
@@ -117,6 +128,8 @@ class Runs:
     repeated_calls: int = 0  # events in runs of two or more
     longest: int = 0
     lengths: dict[int, int] = field(default_factory=dict)  # sketch of run lengths
+    #: Runs that followed another class on their connection: lead's query ID -> [runs, calls].
+    leads: dict[str, list[int]] = field(default_factory=dict)
 
     def close(self, length: int, times: int = 1) -> None:
         """``times`` runs of ``length`` calls each have ended."""
@@ -129,12 +142,26 @@ class Runs:
         key = sketch.bucket_key(length)
         self.lengths[key] = self.lengths.get(key, 0) + times
 
+    def add_lead(self, lead: str, runs: int, calls: int) -> None:
+        """``runs`` runs (``calls`` calls in all) followed class ``lead`` on their connection."""
+        leads = self.leads
+        if lead not in leads and len(leads) >= LEADS_LIMIT:
+            lead = OTHER_VALUE
+        held = leads.get(lead)
+        if held is None:
+            leads[lead] = [runs, calls]
+        else:
+            held[0] += runs
+            held[1] += calls
+
     def merge(self, other: Runs) -> None:
         self.runs += other.runs
         self.calls += other.calls
         self.repeated_calls += other.repeated_calls
         self.longest = max(self.longest, other.longest)
         sketch.merge_into(self.lengths, other.lengths)
+        for lead, (runs, calls) in other.leads.items():
+            self.add_lead(lead, runs, calls)
 
 
 @dataclass(slots=True)
@@ -180,6 +207,7 @@ class ClassAgg:
     sample: Sample | None = None
     runs: Runs = field(default_factory=Runs)
     connections: set[int] = field(default_factory=set)  # sketch.distinct_* of hashes
+    texts: set[int] = field(default_factory=set)  # distinct statement texts (reads)
     fit: Fit = field(default_factory=Fit)
     unknown_db: int = 0  # events waiting for the db of the previous range
     unknown_ts: bool = False  # had events waiting for the ts of the previous range
@@ -224,6 +252,7 @@ class ClassAgg:
             self.offer_sample(other.sample)
         self.runs.merge(other.runs)
         sketch.distinct_merge(self.connections, other.connections)
+        sketch.distinct_merge(self.texts, other.texts)
         self.fit.merge(other.fit)
 
 
@@ -254,10 +283,11 @@ class Partial:
     last_db: str | None = None
     db_seen: bool = False
     ts_seen: bool = False
-    # Runs still open at an end of this part, per connection: (fingerprint, length).
-    run_whole: dict[int, tuple[bytes, int]] = field(default_factory=dict)
-    run_heads: dict[int, tuple[bytes, int]] = field(default_factory=dict)
-    run_tails: dict[int, tuple[bytes, int]] = field(default_factory=dict)
+    # Runs still open at an end of this part, per connection (the leads of whole and
+    # head runs are None: what came before this part decides them).
+    run_whole: dict[int, OpenRun] = field(default_factory=dict)
+    run_heads: dict[int, OpenRun] = field(default_factory=dict)
+    run_tails: dict[int, OpenRun] = field(default_factory=dict)
 
     def note_malformed(self, file: int, line: int, reason: str) -> None:
         self.malformed += 1
@@ -352,14 +382,17 @@ def cap_classes(partial: Partial, max_classes: int) -> None:
         _fold_into_other(partial, agg)
 
 
-def _runs_of(partial: Partial, fingerprint: bytes) -> Runs:
-    """Where a run of ``fingerprint`` is recorded: its class, or other once folded."""
+def close_run(partial: Partial, run: OpenRun) -> None:
+    """Count a finished run in its class (or other, once folded), with its lead."""
+    fingerprint, length, lead = run
     agg = partial.classes.get(fingerprint)
     if agg is None:
         if partial.other is None:
             partial.other = ClassAgg(b"")
         agg = partial.other
-    return agg.runs
+    agg.runs.close(length)
+    if lead is not None:
+        agg.runs.add_lead(query_id(lead), 1, length)
 
 
 def _stitch_runs(left: Partial, right: Partial) -> None:
@@ -368,6 +401,8 @@ def _stitch_runs(left: Partial, right: Partial) -> None:
     Per connection a part holds either one run open at both ends (``run_whole``)
     or a first run open at its start (``run_heads``) and a last run open at its
     end (``run_tails``); the runs in between are already closed and counted.
+    ``right``'s first run follows ``left``'s last one: it continues it (same
+    class, and keeps its lead) or is led by it.
     """
     for thread in right.run_whole.keys() | right.run_heads.keys():
         whole_right = right.run_whole.get(thread)
@@ -384,7 +419,7 @@ def _stitch_runs(left: Partial, right: Partial) -> None:
         if whole_left:
             left.run_heads[thread] = whole_left
         if last_left[0] == first_right[0]:
-            joined = (first_right[0], last_left[1] + first_right[1])
+            joined = (first_right[0], last_left[1] + first_right[1], last_left[2])
             if whole_right:
                 if whole_left:
                     del left.run_heads[thread]
@@ -395,20 +430,21 @@ def _stitch_runs(left: Partial, right: Partial) -> None:
             if whole_left:
                 left.run_heads[thread] = joined
             else:
-                _runs_of(left, joined[0]).close(joined[1])
+                close_run(left, joined)
         else:
             if not whole_left:
-                _runs_of(left, last_left[0]).close(last_left[1])
+                close_run(left, last_left)
+            led = (first_right[0], first_right[1], last_left[0])
             if whole_right:
-                left.run_tails[thread] = whole_right
+                left.run_tails[thread] = led
                 continue
-            _runs_of(left, first_right[0]).close(first_right[1])
+            close_run(left, led)
         left.run_tails[thread] = right.run_tails[thread]
 
 
 def close_runs(partial: Partial) -> None:
-    """End of input: every open run ends."""
+    """End of input: every open run ends (a connection's first run had no lead)."""
     for table in (partial.run_whole, partial.run_heads, partial.run_tails):
-        for fingerprint, length in table.values():
-            _runs_of(partial, fingerprint).close(length)
+        for run in table.values():
+            close_run(partial, run)
         table.clear()

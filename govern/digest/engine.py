@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import re
 import zlib
 from collections import Counter
@@ -33,7 +34,7 @@ from govern.digest.aggregate import (
     histogram_index,
 )
 from govern.digest.filters import Filters
-from govern.fingerprint import cache_key, fingerprint_many
+from govern.fingerprint import cache_key, fingerprint_many, query_id
 from govern.slowlog import RawEvent, Record, parse_record, read_records
 
 #: Attributes that are not workload measures (pt's --ignore-attributes, and a few more).
@@ -74,6 +75,7 @@ _FINGERPRINT_CACHE_LIMIT = 50_000
 _FINGERPRINTS: dict[bytes, bytes] = {}  # cache_key(statement) -> fingerprint
 _VALUE_TYPES: dict[bytes, tuple[int, int]] = {}  # attribute value -> classify(value)
 _TEXTS: dict[bytes, str] = {}  # bytes -> decoded text
+_IDS: dict[bytes, str] = {}  # fingerprint -> query ID (run leads)
 
 
 def micro_units(raw: bytes) -> int | None:
@@ -176,10 +178,11 @@ class Digester:
         self.pending: dict[bytes | None, tuple[ClassAgg, list[Row], int]] = {}
         self.kinds: dict[bytes, int] = {}  # fingerprint -> _READ, _OTHER_WRITE or _INSERT
         self.kept_class: dict[bytes, bool] = {}
-        # connection -> [fingerprint, length, class] of its current run
+        # connection -> [fingerprint, length, class, lead] of its current run (lead: the
+        # fingerprint before it on the connection; None for a connection's first run here)
         self.current_run: dict[bytes, list[object]] = {}
-        self.first_run: dict[bytes, tuple[bytes, int]] = {}
-        self.closed_runs: list[tuple[ClassAgg, int]] = []
+        self.first_run: dict[bytes, tuple[bytes, int, None]] = {}
+        self.closed_runs: list[tuple[ClassAgg, int, bytes]] = []
         self.run_starts: dict[bytes, tuple[ClassAgg, set[bytes]]] = {}  # by fingerprint
         self.sample_offsets: list[tuple[Sample, int]] = []
         self.malformed_offsets: list[tuple[int, str]] = []
@@ -306,15 +309,17 @@ class Digester:
             thread = event.thread or attributes.get(b"Thread_id")
             if thread is not None:
                 run = current_run.get(thread)
+                lead = None
                 if run is not None:
                     if run[0] == fp:
                         run[1] += 1  # type: ignore[operator]
                         continue
                     if thread in first_run:
-                        closed_runs.append((run[2], run[1]))  # type: ignore[arg-type]
+                        closed_runs.append((run[2], run[1], run[3]))  # type: ignore[arg-type]
                     else:
-                        first_run[thread] = (run[0], run[1])  # type: ignore[assignment]
-                current_run[thread] = [fp, 1, agg]
+                        first_run[thread] = (run[0], run[1], None)  # type: ignore[assignment]
+                    lead = run[0]
+                current_run[thread] = [fp, 1, agg, lead]
                 starts = run_starts.get(fp)
                 if starts is None:
                     starts = run_starts[fp] = (agg, set())
@@ -440,6 +445,8 @@ class Digester:
                 metric.add_many(
                     [(n * 1_000_000, times) for n, times in Counter(values_rows).items()]
                 )
+            if statement_kind == _READ:
+                _add_texts(agg.texts, _args)
             if query_times:
                 if statement_kind != _READ:
                     self._fit(agg, attributes, values_rows, query_times)
@@ -450,16 +457,24 @@ class Digester:
         self._flush_runs()
 
     def _flush_runs(self) -> None:
-        """Count closed run lengths per class, and remember which connections ran it."""
-        by_class: dict[int, tuple[ClassAgg, list[int]]] = {}
-        for agg, length in self.closed_runs:
+        """Count closed run lengths and leads per class, and which connections ran it."""
+        by_class: dict[int, tuple[ClassAgg, list[int], dict[bytes, list[int]]]] = {}
+        for agg, length, lead in self.closed_runs:
             held = by_class.get(id(agg))
             if held is None:
-                held = by_class[id(agg)] = (agg, [])
+                held = by_class[id(agg)] = (agg, [], {})
             held[1].append(length)
-        for agg, lengths in by_class.values():
+            tally = held[2].get(lead)
+            if tally is None:
+                held[2][lead] = [1, length]
+            else:
+                tally[0] += 1
+                tally[1] += length
+        for agg, lengths, leads in by_class.values():
             for length, times in Counter(lengths).items():
                 agg.runs.close(length, times)
+            for lead, (runs, calls) in leads.items():
+                agg.runs.add_lead(self._query_id(lead), runs, calls)
         self.closed_runs.clear()
         salt = self.server_salt
         for agg, threads in self.run_starts.values():
@@ -467,6 +482,15 @@ class Digester:
                 number = int(thread) if thread.isdigit() else zlib.crc32(thread)
                 sketch.distinct_add(agg.connections, sketch.mix64(number + salt))
         self.run_starts.clear()
+
+    @staticmethod
+    def _query_id(fp: bytes) -> str:
+        found = _IDS.get(fp)
+        if found is None:
+            if len(_IDS) > _FINGERPRINT_CACHE_LIMIT:
+                _IDS.clear()
+            found = _IDS[fp] = query_id(fp)
+        return found
 
     def _fit(
         self,
@@ -546,9 +570,9 @@ class Digester:
         """Close the range: open runs, context, line numbers (from ``lines`` if given)."""
         self._flush()
         partial = self.partial
-        for thread, (fp, length, _) in self.current_run.items():
+        for thread, (fp, length, _, lead) in self.current_run.items():
             number = int(thread) if thread.isdigit() else zlib.crc32(thread)
-            run = (fp, length)
+            run = (fp, length, lead)
             first = self.first_run.get(thread)
             if first is None:
                 partial.run_whole[number] = run  # type: ignore[assignment]
@@ -596,6 +620,16 @@ def _label(name: bytes) -> str:
 def _show(raw: bytes) -> str:
     text = raw[:40].decode("utf-8", "backslashreplace")
     return text + ("…" if len(raw) > 40 else "")
+
+
+def text_hash(statement: bytes) -> int:
+    """A statement text's 64-bit hash: BLAKE2b with an 8-byte digest, little-endian."""
+    return int.from_bytes(hashlib.blake2b(statement, digest_size=8).digest(), "little")
+
+
+def _add_texts(kept: set[int], statements: Sequence[bytes]) -> None:
+    """Count the distinct statement texts of a read class (the query cache's key)."""
+    sketch.distinct_add_many(kept, [text_hash(s) for s in set(statements)])
 
 
 def _count_tuples(arg: bytes) -> int:

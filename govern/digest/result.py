@@ -17,6 +17,7 @@ from typing import Any
 from govern import __version__, sketch
 from govern.digest.aggregate import (
     HISTOGRAM_LABELS,
+    OTHER_VALUE,
     ClassAgg,
     Fit,
     Metric,
@@ -32,6 +33,8 @@ from govern.fingerprint import decode, query_id, short_id
 SCHEMA = "govern.digest"
 SCHEMA_VERSION = 1
 ORDER_FUNCTIONS = ("sum", "max", "min", "avg", "cnt")
+#: Leading classes listed per class in ``sequence.leads`` (``state`` keeps them all).
+LEADS_SHOWN = 5
 QUANTILES = (("median", 0.5), ("p95", 0.95), ("p99", 0.99))
 
 
@@ -198,8 +201,25 @@ def sequence_figures(agg: ClassAgg) -> dict[str, Any]:
         "p95_run": sketch.quantile(runs.lengths, 0.95, 1, runs.longest) if runs.runs else None,
         "connections": connections,
         "connections_exact": exact,
+        "led_runs": sum(runs for runs, _ in runs.leads.values()),
+        "led_calls": sum(calls for _, calls in runs.leads.values()),
+        "leads": [
+            {"id": lead, "runs": counts[0], "calls": counts[1]}
+            for lead, counts in sorted(
+                ((k, v) for k, v in runs.leads.items() if k != OTHER_VALUE),
+                key=lambda item: (-item[1][1], item[0]),
+            )[:LEADS_SHOWN]
+        ],
     }
     return figures
+
+
+def distinct_texts(agg: ClassAgg) -> dict[str, Any] | None:
+    """Distinct statement texts of a read class (what the query cache keys on)."""
+    if not agg.texts:
+        return None
+    count, exact = sketch.distinct_count(agg.texts)
+    return {"count": count, "exact": exact}
 
 
 def overhead_figures(agg: ClassAgg) -> dict[str, Any]:
@@ -251,6 +271,7 @@ def class_document(
             "truncated": sample.truncated,
         },
         "sequence": sequence_figures(agg),
+        "distinct_texts": distinct_texts(agg),
         "rows_per_statement": rows_per_statement(agg),
         "overhead": overhead_figures(agg),
         "tables": tables(fingerprint),
@@ -279,8 +300,10 @@ def state_document(agg: ClassAgg) -> dict[str, Any]:
             "repeated_calls": agg.runs.repeated_calls,
             "longest": agg.runs.longest,
             "lengths": sketch.to_pairs(agg.runs.lengths),
+            "leads": {lead: list(agg.runs.leads[lead]) for lead in sorted(agg.runs.leads)},
         },
         "connections": [f"{value:016x}" for value in sorted(agg.connections)],
+        "texts": [f"{value:016x}" for value in sorted(agg.texts)],
         "fit": [agg.fit.n, agg.fit.sx, agg.fit.sy, agg.fit.sxx, agg.fit.sxy],
         "sample_query_time": agg.sample.query_time if agg.sample else None,
     } | _raw_fingerprint(agg.fingerprint)
@@ -461,8 +484,10 @@ def _class_from(item: dict[str, Any], names: dict[str, int], other: bool = False
         repeated_calls=runs["repeated_calls"],
         longest=runs["longest"],
         lengths=sketch.from_pairs(runs["lengths"]),
+        leads={lead: [int(n) for n in counts] for lead, counts in runs.get("leads", {}).items()},
     )
     agg.connections = {int(value, 16) for value in state["connections"]}
+    agg.texts = {int(value, 16) for value in state.get("texts", [])}
     agg.fit = Fit(*state["fit"])
     sample = item.get("sample")
     if sample is not None:
