@@ -23,11 +23,17 @@ def _event(thread: int, query: str, seconds: str = "0.001000") -> bytes:
 
 
 A = "INSERT INTO t (a) VALUES (1)"
+A3 = "INSERT INTO t (a) VALUES (1), (2), (3)"  # the same class as A (pt keeps one tuple)
 B = "UPDATE t SET a = 2 WHERE id = 3"
 
 
 def _sequence_log() -> bytes:
     order = [(1, A), (2, A), (1, A), (1, A), (2, B), (1, B), (2, B), (1, A), (3, B)]
+    return b"".join(_event(thread, query) for thread, query in order)
+
+
+def _single_row_log() -> bytes:
+    order = [(1, A), (2, A), (1, A), (1, A3), (2, A), (1, A), (2, A), (1, A), (4, A3)]
     return b"".join(_event(thread, query) for thread, query in order)
 
 
@@ -64,6 +70,19 @@ def test_runs_on_one_connection() -> None:
     assert (update["led_runs"], update["led_calls"]) == (2, 3)
 
 
+def test_runs_of_single_row_writes() -> None:
+    (item,) = to_document(digest_bytes(_single_row_log()))["classes"]
+    # Thread 1: A A A3 A A; thread 2: A A A; thread 4: A3. One class, runs 5, 3, 1.
+    assert (item["sequence"]["runs"], item["sequence"]["longest_run"]) == (3, 5)
+    assert item["single_row_runs"] == {
+        "calls": 7,
+        "runs": 3,  # thread 1: A A | A A (A3 breaks it); thread 2: A A A
+        "repeated_calls": 7,
+        "longest_run": 3,
+        "mean_run": round(7 / 3, 3),
+    }
+
+
 def test_distinct_texts_of_reads() -> None:
     log = b"".join(
         _event(n % 3, f"SELECT a FROM t WHERE id = {n % 4}")
@@ -83,10 +102,10 @@ def test_runs_are_stitched_across_parallel_segments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "seq.log"
-    path.write_bytes(_sequence_log() * 7)
+    path.write_bytes((_sequence_log() + _single_row_log()) * 7)
     serial = govern_document(path, jobs=1)
     monkeypatch.setattr(runner, "PARALLEL_MINIMUM", 0)
-    for segment in (150, 400, 1000):
+    for segment in (150, 400, 700, 1000):
         assert govern_document(path, jobs=2, segment=segment) == serial
 
 

@@ -16,11 +16,13 @@ merge:
   open last run of each connection in a range are kept aside and stitched to
   the neighbouring ranges' runs on merge. A run's *lead* (the class that ran
   just before it on the connection) is known inside a range except for the
-  first run of each connection, which learns it on merge.
+  first run of each connection, which learns it on merge. Runs of single-row
+  writes of one class are followed the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from govern import sketch
@@ -40,10 +42,12 @@ OTHER_VALUE = "(other)"
 #: Leading classes kept per class (by query ID); further leads count under "(other)".
 LEADS_LIMIT = 100
 
-#: A run on one connection: (fingerprint, calls, lead). The lead is the fingerprint of
-#: the event before the run on that connection, or None when nothing came before it
-#: (in a range's first run of a connection: not known yet, settled on merge).
-OpenRun = tuple[bytes, int, bytes | None]
+#: A run on one connection: (key, calls, lead). The key is the fingerprint (for runs
+#: of single-row writes: the fingerprint of a single-row write, None for any other
+#: event). The lead is the fingerprint of the event before the run on that connection,
+#: or None when nothing came before it (in a range's first run of a connection: not
+#: known yet, settled on merge).
+OpenRun = tuple[bytes | None, int, bytes | None]
 
 
 def histogram_index(micro: int) -> int:
@@ -206,6 +210,7 @@ class ClassAgg:
     histogram: list[int] = field(default_factory=lambda: [0] * (len(HISTOGRAM_BOUNDS) + 1))
     sample: Sample | None = None
     runs: Runs = field(default_factory=Runs)
+    single_runs: Runs = field(default_factory=Runs)  # runs of its single-row writes
     connections: set[int] = field(default_factory=set)  # sketch.distinct_* of hashes
     texts: set[int] = field(default_factory=set)  # distinct statement texts (reads)
     fit: Fit = field(default_factory=Fit)
@@ -251,6 +256,7 @@ class ClassAgg:
         if other.sample is not None:
             self.offer_sample(other.sample)
         self.runs.merge(other.runs)
+        self.single_runs.merge(other.single_runs)
         sketch.distinct_merge(self.connections, other.connections)
         sketch.distinct_merge(self.texts, other.texts)
         self.fit.merge(other.fit)
@@ -265,6 +271,18 @@ class Malformed:
 
 #: How many malformed events are kept with their place (all are counted).
 MALFORMED_KEPT = 10
+
+
+@dataclass
+class OpenRuns:
+    """Runs still open at an end of a part, per connection: one run open at both ends
+    (``whole``), or a first run open at its start (``heads``) and a last run open at
+    its end (``tails``). The leads of whole and head runs are None: what came before
+    the part decides them."""
+
+    whole: dict[int, OpenRun] = field(default_factory=dict)
+    heads: dict[int, OpenRun] = field(default_factory=dict)
+    tails: dict[int, OpenRun] = field(default_factory=dict)
 
 
 @dataclass
@@ -283,11 +301,9 @@ class Partial:
     last_db: str | None = None
     db_seen: bool = False
     ts_seen: bool = False
-    # Runs still open at an end of this part, per connection (the leads of whole and
-    # head runs are None: what came before this part decides them).
-    run_whole: dict[int, OpenRun] = field(default_factory=dict)
-    run_heads: dict[int, OpenRun] = field(default_factory=dict)
-    run_tails: dict[int, OpenRun] = field(default_factory=dict)
+    # Runs of a class, and runs of a class's single-row writes, open at an end.
+    open_runs: OpenRuns = field(default_factory=OpenRuns)
+    open_single: OpenRuns = field(default_factory=OpenRuns)
 
     def note_malformed(self, file: int, line: int, reason: str) -> None:
         self.malformed += 1
@@ -320,7 +336,8 @@ def merge(left: Partial, right: Partial, *, max_classes: int) -> Partial:
             left.classes[fingerprint] = agg
     if right.other is not None:
         _fold_into_other(left, right.other)
-    _stitch_runs(left, right)
+    _stitch(left.open_runs, right.open_runs, lambda run: close_run(left, run))
+    _stitch(left.open_single, right.open_single, lambda run: close_single_run(left, run))
     left.events += right.events
     left.filtered += right.filtered
     left.no_statement += right.no_statement
@@ -382,69 +399,84 @@ def cap_classes(partial: Partial, max_classes: int) -> None:
         _fold_into_other(partial, agg)
 
 
-def close_run(partial: Partial, run: OpenRun) -> None:
-    """Count a finished run in its class (or other, once folded), with its lead."""
-    fingerprint, length, lead = run
+def _class_of(partial: Partial, fingerprint: bytes) -> ClassAgg:
+    """Where a run of ``fingerprint`` is counted: its class, or other once folded."""
     agg = partial.classes.get(fingerprint)
     if agg is None:
         if partial.other is None:
             partial.other = ClassAgg(b"")
         agg = partial.other
-    agg.runs.close(length)
+    return agg
+
+
+def close_run(partial: Partial, run: OpenRun) -> None:
+    """Count a finished run in its class, with its lead."""
+    fingerprint, length, lead = run
+    assert fingerprint is not None
+    runs = _class_of(partial, fingerprint).runs
+    runs.close(length)
     if lead is not None:
-        agg.runs.add_lead(query_id(lead), 1, length)
+        runs.add_lead(query_id(lead), 1, length)
 
 
-def _stitch_runs(left: Partial, right: Partial) -> None:
+def close_single_run(partial: Partial, run: OpenRun) -> None:
+    """Count a finished run of single-row writes (runs of anything else are not kept)."""
+    if run[0] is not None:
+        _class_of(partial, run[0]).single_runs.close(run[1])
+
+
+def _stitch(left: OpenRuns, right: OpenRuns, close: Callable[[OpenRun], None]) -> None:
     """Join ``left``'s open last runs to ``right``'s first runs, connection by connection.
 
-    Per connection a part holds either one run open at both ends (``run_whole``)
-    or a first run open at its start (``run_heads``) and a last run open at its
-    end (``run_tails``); the runs in between are already closed and counted.
-    ``right``'s first run follows ``left``'s last one: it continues it (same
-    class, and keeps its lead) or is led by it.
+    The runs in between are already closed and counted. ``right``'s first run
+    follows ``left``'s last one: it continues it (same key: the joined run keeps
+    the left run's lead) or is led by it.
     """
-    for thread in right.run_whole.keys() | right.run_heads.keys():
-        whole_right = right.run_whole.get(thread)
-        first_right = whole_right or right.run_heads[thread]
-        whole_left = left.run_whole.pop(thread, None)
-        last_left = whole_left or left.run_tails.pop(thread, None)
+    for thread in right.whole.keys() | right.heads.keys():
+        whole_right = right.whole.get(thread)
+        first_right = whole_right or right.heads[thread]
+        whole_left = left.whole.pop(thread, None)
+        last_left = whole_left or left.tails.pop(thread, None)
         if last_left is None:  # the connection first appears in right
             if whole_right:
-                left.run_whole[thread] = whole_right
+                left.whole[thread] = whole_right
             else:
-                left.run_heads[thread] = first_right
-                left.run_tails[thread] = right.run_tails[thread]
+                left.heads[thread] = first_right
+                left.tails[thread] = right.tails[thread]
             continue
         if whole_left:
-            left.run_heads[thread] = whole_left
+            left.heads[thread] = whole_left
         if last_left[0] == first_right[0]:
             joined = (first_right[0], last_left[1] + first_right[1], last_left[2])
             if whole_right:
                 if whole_left:
-                    del left.run_heads[thread]
-                    left.run_whole[thread] = joined
+                    del left.heads[thread]
+                    left.whole[thread] = joined
                 else:
-                    left.run_tails[thread] = joined
+                    left.tails[thread] = joined
                 continue
             if whole_left:
-                left.run_heads[thread] = joined
+                left.heads[thread] = joined
             else:
-                close_run(left, joined)
+                close(joined)
         else:
             if not whole_left:
-                close_run(left, last_left)
+                close(last_left)
             led = (first_right[0], first_right[1], last_left[0])
             if whole_right:
-                left.run_tails[thread] = led
+                left.tails[thread] = led
                 continue
-            close_run(left, led)
-        left.run_tails[thread] = right.run_tails[thread]
+            close(led)
+        left.tails[thread] = right.tails[thread]
 
 
 def close_runs(partial: Partial) -> None:
     """End of input: every open run ends (a connection's first run had no lead)."""
-    for table in (partial.run_whole, partial.run_heads, partial.run_tails):
-        for run in table.values():
-            close_run(partial, run)
-        table.clear()
+    for open_runs, close in (
+        (partial.open_runs, close_run),
+        (partial.open_single, close_single_run),
+    ):
+        for table in (open_runs.whole, open_runs.heads, open_runs.tails):
+            for run in table.values():
+                close(partial, run)
+            table.clear()

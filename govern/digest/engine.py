@@ -58,6 +58,8 @@ _TUPLE_SEPARATOR = re.compile(rb"\)\s*,\s*\(")
 #: Statements whose rows per statement and per-statement overhead matter (batching).
 _WRITE = re.compile(rb"(?:insert|replace|update|delete)\b")
 _READ, _OTHER_WRITE, _INSERT = 0, 1, 2
+#: Rows_affected of a single-row UPDATE/DELETE (events without it are not single-row).
+_ONE = frozenset({b"0", b"1"})
 #: A fingerprint of INSERT/REPLACE … VALUES (…): its statements carry rows we can count.
 _INSERT_VALUES = re.compile(rb"(?:insert|replace)\b(?:(?!\bselect\b).)*?\bvalues?\s*\(", re.S)
 
@@ -183,6 +185,10 @@ class Digester:
         self.current_run: dict[bytes, list[object]] = {}
         self.first_run: dict[bytes, tuple[bytes, int, None]] = {}
         self.closed_runs: list[tuple[ClassAgg, int, bytes]] = []
+        # The same for runs of single-row writes (key None: any other event).
+        self.current_single: dict[bytes, list[object]] = {}
+        self.first_single: dict[bytes, tuple[bytes | None, int, None]] = {}
+        self.closed_single: list[tuple[ClassAgg, int]] = []
         self.run_starts: dict[bytes, tuple[ClassAgg, set[bytes]]] = {}  # by fingerprint
         self.sample_offsets: list[tuple[Sample, int]] = []
         self.malformed_offsets: list[tuple[int, str]] = []
@@ -239,6 +245,9 @@ class Digester:
         first_run = self.first_run
         closed_runs = self.closed_runs
         run_starts = self.run_starts
+        current_single = self.current_single
+        first_single = self.first_single
+        closed_single = self.closed_single
         filtering = (
             options.since is not None or options.until is not None or options.filters is not None
         )
@@ -293,21 +302,31 @@ class Digester:
             if not db_known and db is None:
                 agg.unknown_db += 1
             arg = event.arg
+            kind = held[2]
+            tuples = _count_tuples(arg) if kind == _INSERT else 0
             held[1].append(
-                (
-                    attributes,
-                    db,
-                    event.user,
-                    event.host,
-                    len(arg),
-                    ts,
-                    _count_tuples(arg) if held[2] == _INSERT else 0,
-                    record.offset,
-                    arg,
-                )
+                (attributes, db, event.user, event.host, len(arg), ts, tuples, record.offset, arg)
             )
             thread = event.thread or attributes.get(b"Thread_id")
             if thread is not None:
+                # Runs of single-row writes: any other event ends them (key None).
+                single = (
+                    (tuples == 1 if kind == _INSERT else attributes.get(b"Rows_affected") in _ONE)
+                    if kind != _READ
+                    else False
+                )
+                key = fp if single else None
+                run = current_single.get(thread)
+                if run is not None and run[0] == key:
+                    run[1] += 1  # type: ignore[operator]
+                else:
+                    if run is not None:
+                        if thread in first_single:
+                            if run[0] is not None:
+                                closed_single.append((run[2], run[1]))  # type: ignore[arg-type]
+                        else:
+                            first_single[thread] = (run[0], run[1], None)  # type: ignore[assignment]
+                    current_single[thread] = [key, 1, agg]
                 run = current_run.get(thread)
                 lead = None
                 if run is not None:
@@ -476,6 +495,16 @@ class Digester:
             for lead, (runs, calls) in leads.items():
                 agg.runs.add_lead(self._query_id(lead), runs, calls)
         self.closed_runs.clear()
+        singles: dict[int, tuple[ClassAgg, list[int]]] = {}
+        for agg, length in self.closed_single:
+            held_single = singles.get(id(agg))
+            if held_single is None:
+                held_single = singles[id(agg)] = (agg, [])
+            held_single[1].append(length)
+        for agg, lengths in singles.values():
+            for length, times in Counter(lengths).items():
+                agg.single_runs.close(length, times)
+        self.closed_single.clear()
         salt = self.server_salt
         for agg, threads in self.run_starts.values():
             for thread in threads:
@@ -570,15 +599,19 @@ class Digester:
         """Close the range: open runs, context, line numbers (from ``lines`` if given)."""
         self._flush()
         partial = self.partial
-        for thread, (fp, length, _, lead) in self.current_run.items():
-            number = int(thread) if thread.isdigit() else zlib.crc32(thread)
-            run = (fp, length, lead)
-            first = self.first_run.get(thread)
-            if first is None:
-                partial.run_whole[number] = run  # type: ignore[assignment]
-            else:
-                partial.run_heads[number] = first
-                partial.run_tails[number] = run  # type: ignore[assignment]
+        for current, firsts, open_runs in (
+            (self.current_run, self.first_run, partial.open_runs),
+            (self.current_single, self.first_single, partial.open_single),
+        ):
+            for thread, (key, length, *rest) in current.items():
+                number = int(thread) if thread.isdigit() else zlib.crc32(thread)
+                run = (key, length, rest[1] if len(rest) > 1 else None)
+                first = firsts.get(thread)
+                if first is None:
+                    open_runs.whole[number] = run  # type: ignore[assignment]
+                else:
+                    open_runs.heads[number] = first
+                    open_runs.tails[number] = run  # type: ignore[assignment]
         partial.ts_seen = self.ts_known
         partial.db_seen = self.db_known
         partial.last_ts = self.last_ts if self.ts_known else None
