@@ -15,8 +15,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import random
 import sqlite3
 import stat
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -198,7 +200,7 @@ class StateStore:
             )
             connection.row_factory = sqlite3.Row
             connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            connection.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(connection)
             connection.execute("PRAGMA foreign_keys = ON")
             store = cls(target, connection)
             store.migrate()
@@ -274,6 +276,22 @@ class StateStore:
             " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
+
+
+def _enable_wal(connection: sqlite3.Connection) -> None:
+    """Switch to WAL, retrying: SQLite answers a concurrent switch with "database is locked"
+    at once, without the busy timeout (measured: 6 in 800 opens of a new file by 4 processes,
+    as when ``govern run`` and its watchdog open a fresh state file together)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if str(connection.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+                return
+            connection.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.005, 0.05))
 
 
 def _statements(sql: str) -> list[str]:

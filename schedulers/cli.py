@@ -1,4 +1,4 @@
-"""``govern schedule plan|run|serve|simulate|history``: thin shells over the schedulers library."""
+"""``govern schedule plan|run|serve|simulate|history|report``: thin shells over the schedulers library."""
 
 from __future__ import annotations
 
@@ -286,3 +286,59 @@ def _schedule_name(value: str | None) -> str | None:
         return path.stem
     name = data.get("name")
     return name if isinstance(name, str) else path.stem
+
+
+@schedule.command()
+@click.argument("catalog_or_name", metavar="[CATALOG|NAME]", required=False)
+@click.option(
+    "--night",
+    "night_ref",
+    metavar="ID|last",
+    help="The night to show [default: the last one that ran].",
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    metavar="FILE",
+    help="Write the HTML page here ('-' for stdout).",
+)
+@state_option
+def report(
+    catalog_or_name: str | None, night_ref: str | None, output: str, state_path: str | None
+) -> None:
+    """One night as an HTML page: a Gantt chart per replica, the "% done vs % of the
+    night" curve with the policies of `govern schedule simulate` overlaid (given the
+    CATALOG file), and estimate vs actual per job. Opens with no network."""
+    from govern.html.page import write_page
+    from govern.reports.schedule import schedule_report
+    from schedulers.compare import catalog_lanes, compare_policies, recorded_inputs
+    from schedulers.history import History
+
+    catalog = None
+    if catalog_or_name is not None and Path(catalog_or_name).is_file():
+        catalog = load_catalog(catalog_or_name)
+    schedule_name = catalog.name if catalog else _schedule_name(catalog_or_name)
+    with StateStore.open(state_path) as store:
+        past = History(store)
+        past.reap_stale()
+        night = _find_night(past, schedule_name, night_ref, ran_only=True)
+    if night is None:
+        which = f"--night {night_ref}" if night_ref else "the last night"
+        of = f" of {schedule_name!r}" if schedule_name else ""
+        raise UsageError(f"{which}: no such night{of} in the state store")
+    simulation = None
+    if catalog is not None and night["schedule"] == catalog.name:
+        tasks, durations, notes = recorded_inputs(catalog, night)
+        lanes, uniform = catalog_lanes(catalog, None)
+        simulation = compare_policies(
+            catalog,
+            tasks,
+            durations,
+            lanes,
+            source="recorded",
+            night=night,
+            notes=notes,
+            uniform=uniform,
+        )
+    write_page(schedule_report(night, simulation), output)

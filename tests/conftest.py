@@ -170,3 +170,11 @@ def replica(mariadb: MariaDB) -> Iterator[MariaDB]:
 @pytest.fixture
 def state_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "govern.db"
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Headless Chromium (Debian's) through Playwright; skips with the reason when absent."""
+    from browser import launch
+
+    yield from launch()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sqlite3
 import stat
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,3 +99,25 @@ def test_garbage_file_is_a_config_error(state_path: Path) -> None:
     state_path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(ConfigError, match="not a usable govern state file"):
         StateStore.open(state_path)
+
+
+def _open_after(path: str, barrier: Any) -> str:
+    barrier.wait()
+    try:
+        StateStore.open(path).close()
+    except ConfigError as exc:
+        return exc.message
+    return "ok"
+
+
+def test_processes_opening_a_new_file_together_all_succeed(tmp_path: Path) -> None:
+    """`govern run` and its watchdog open a fresh state file at once: SQLite's WAL switch
+    answers "database is locked" without waiting, so the store retries it."""
+    context = multiprocessing.get_context("fork")
+    failures = []
+    with context.Manager() as manager, context.Pool(4) as pool:
+        for round_ in range(40):
+            path = str(tmp_path / f"race-{round_}" / "state.db")
+            barrier = manager.Barrier(4)
+            failures += [r for r in pool.starmap(_open_after, [(path, barrier)] * 4) if r != "ok"]
+    assert failures == []

@@ -1,4 +1,4 @@
-"""``govern digest`` and ``govern digest merge``: thin shells over govern.digest."""
+"""``govern digest``, ``govern digest merge`` and ``govern digest compare``: thin shells."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from govern.cli_options import state_option
 from govern.digest.filters import parse_filters, parse_time
 from govern.digest.result import (
     Digest,
@@ -26,7 +27,7 @@ from govern.output import print_json, warn
 if TYPE_CHECKING:
     from rules.digest import DigestRuleOptions
 
-_FORMATS = ("text", "json", "md")
+_FORMATS = ("text", "json", "md", "html")
 _SEVERITIES = ("info", "warning", "error")
 
 
@@ -40,12 +41,29 @@ def _report_options(command: Any) -> Any:
                 default="text",
                 show_default=True,
                 help="text: tables for a terminal; json: the govern.digest document "
-                "(mergeable; docs/json.md); md: Markdown for CI comments.",
+                "(mergeable; docs/json.md); md: Markdown for CI comments; html: a "
+                "self-contained page with charts (with -o).",
             ),
+            click.option(
+                "-o",
+                "--output",
+                default="-",
+                metavar="FILE",
+                help="Write the html page here [default: stdout].",
+            ),
+            click.option(
+                "--windows",
+                "window_files",
+                multiple=True,
+                metavar="HISTORY.json",
+                help="Also shade these blind windows on the html load chart (govern history "
+                "--json saved where govern run ran). Repeatable.",
+            ),
+            state_option,
             click.option(
                 "--top",
                 type=click.IntRange(min=1),
-                help="Classes to show [default: 20 for text and md; all for json, so it can be merged].",
+                help="Classes to show [default: 20 for text, md and html; all for json, so it can be merged].",
             ),
             click.option(
                 "--order-by",
@@ -164,7 +182,7 @@ def _rule_options(
 
 
 class _DigestCommand(click.Command):
-    """``govern digest merge …`` is the merge command; anything else digests logs."""
+    """``govern digest merge|compare …`` are those commands; anything else digests logs."""
 
     def make_context(
         self,
@@ -173,8 +191,9 @@ class _DigestCommand(click.Command):
         parent: click.Context | None = None,
         **extra: Any,
     ) -> click.Context:
-        if args and args[0] == "merge":
-            return merge.make_context(f"{info_name} merge", args[1:], parent=parent, **extra)
+        if args and args[0] in _SUBCOMMANDS:
+            command = _SUBCOMMANDS[args[0]]()
+            return command.make_context(f"{info_name} {args[0]}", args[1:], parent=parent, **extra)
         return super().make_context(info_name, args, parent=parent, **extra)
 
 
@@ -211,6 +230,9 @@ def digest(
     filter_texts: tuple[str, ...],
     host: str | None,
     jobs: int,
+    output: str,
+    window_files: tuple[str, ...],
+    state_path: str | None,
     rule_options: DigestRuleOptions | None,
 ) -> None:
     """Group slow-log events into query classes and report what costs the most.
@@ -224,6 +246,10 @@ def digest(
     \b
     Merge saved JSON digests (several hosts or days, valid percentiles):
       govern digest merge db1.json db2.json [--format …] [--top N]
+    Compare two saved digests (classes new, gone, slower, faster):
+      govern digest compare before.json after.json [--format text|json|md|html]
+    A page with charts and govern run's blind windows shaded:
+      govern digest FILE --format html -o report.html
 
     Exit codes: 0 ok, 1 findings at or above --fail-on, 2 bad option, config
     or unreadable input.
@@ -239,9 +265,10 @@ def digest(
         host=host,
         jobs=jobs,
     )
+    _check_output(output_format, output, window_files)
     result = digest_paths(list(inputs), options)
     _warn_about_inputs(result)
-    _emit(result, output_format, top, rule_options)
+    _emit(result, output_format, top, rule_options, output, window_files, state_path)
 
 
 @click.command()
@@ -254,6 +281,9 @@ def merge(
     top: int | None,
     order_by: str,
     max_classes: int,
+    output: str,
+    window_files: tuple[str, ...],
+    state_path: str | None,
     rule_options: DigestRuleOptions | None,
 ) -> None:
     """Merge saved digests (govern digest --format json) into one report.
@@ -264,6 +294,7 @@ def merge(
     rules run again over the merged classes.
     """
     parse_order_by(order_by)
+    _check_output(output_format, output, window_files)
     if not documents:
         raise UsageError("no input: give digests saved with --format json (or - for stdin)")
     digests = [_load(name) for name in documents]
@@ -274,7 +305,7 @@ def merge(
                 "the merge misses them"
             )
     merged = merge_digests(digests, max_classes=max_classes, order_by=order_by)
-    _emit(merged, output_format, top, rule_options)
+    _emit(merged, output_format, top, rule_options, output, window_files, state_path)
 
 
 def _load(name: str) -> Digest:
@@ -306,10 +337,26 @@ def _warn_about_inputs(result: Digest) -> None:
         warn("no event has a Query_time header: is this a slow log?")
 
 
+def _check_output(output_format: str, output: str, window_files: tuple[str, ...]) -> None:
+    """-o and --windows are for the html page (before any log is read)."""
+    if output_format == "html":
+        return
+    if output != "-":
+        raise UsageError("-o: only with --format html (redirect the other formats: > FILE)")
+    if window_files:
+        raise UsageError("--windows: only the html format draws blind windows")
+
+
 def _emit(
-    result: Digest, output_format: str, top: int | None, rule_options: DigestRuleOptions | None
+    result: Digest,
+    output_format: str,
+    top: int | None,
+    rule_options: DigestRuleOptions | None,
+    output: str = "-",
+    window_files: tuple[str, ...] = (),
+    state_path: str | None = None,
 ) -> None:
-    """Print the report; exit 1 when the rules found something at --fail-on or above."""
+    """Write the report; exit 1 when the rules found something at --fail-on or above."""
     document = full_document(result)
     exit_code = 0
     if rule_options is not None:
@@ -318,7 +365,17 @@ def _emit(
         report = check_document(document, rule_options)
         report.annotate(document)
         exit_code = report.exit_code
-    if output_format == "json":
+    if output_format == "html":
+        from govern.html.page import write_page
+        from govern.reports.digest_govern import from_govern
+        from govern.reports.digest_html import digest_report
+        from govern.reports.windows import load_windows, windows_from_state_file
+
+        windows = windows_from_state_file(state_path) + load_windows(window_files)
+        names = ", ".join(source.name for source in result.sources)
+        page = digest_report(from_govern(names, document), windows=windows, top=top or 20)
+        write_page(page, output)
+    elif output_format == "json":
         print_json(limit_classes(document, top))
     elif output_format == "md":
         from govern.reports import markdown
@@ -330,3 +387,13 @@ def _emit(
         text.render(document, top=top if top is not None else 20)
     if exit_code:
         raise SystemExit(EXIT_FINDINGS)
+
+
+def _compare() -> click.Command:
+    from govern.commands.digest_compare import compare
+
+    return compare
+
+
+#: ``govern digest NAME …`` runs these instead of digesting a file named NAME.
+_SUBCOMMANDS: dict[str, Any] = {"merge": lambda: merge, "compare": _compare}

@@ -301,6 +301,10 @@ class Partial:
     last_db: str | None = None
     db_seen: bool = False
     ts_seen: bool = False
+    # Load over time (the HTML report's chart): log minute "YYYY-MM-DD HH:MM" -> [events,
+    # Query_time in micro-units]; events before this part's first ts wait in minutes_unknown.
+    minutes: dict[str, list[int]] = field(default_factory=dict)
+    minutes_unknown: list[int] = field(default_factory=lambda: [0, 0])
     # Runs of a class, and runs of a class's single-row writes, open at an end.
     open_runs: OpenRuns = field(default_factory=OpenRuns)
     open_single: OpenRuns = field(default_factory=OpenRuns)
@@ -338,6 +342,7 @@ def merge(left: Partial, right: Partial, *, max_classes: int) -> Partial:
         _fold_into_other(left, right.other)
     _stitch(left.open_runs, right.open_runs, lambda run: close_run(left, run))
     _stitch(left.open_single, right.open_single, lambda run: close_single_run(left, run))
+    add_minutes(left.minutes, right.minutes)
     left.events += right.events
     left.filtered += right.filtered
     left.no_statement += right.no_statement
@@ -352,12 +357,27 @@ def merge(left: Partial, right: Partial, *, max_classes: int) -> Partial:
     return left
 
 
+def add_minutes(into: dict[str, list[int]], more: dict[str, list[int]]) -> None:
+    for minute, (events, micro) in more.items():
+        slot = into.get(minute)
+        if slot is None:
+            into[minute] = [events, micro]
+        else:
+            slot[0] += events
+            slot[1] += micro
+
+
 def _settle_context(left: Partial, right: Partial) -> None:
     """Give ``right``'s events that inherited db or ts from before it ``left``'s last ones.
 
     ``left`` is everything before ``right`` from the start of the input, so its
     last values are final (None: there was nothing to inherit, as in pt).
     """
+    waiting = right.minutes_unknown
+    if waiting[0]:
+        if left.last_ts is not None:  # else nothing to inherit: no minute, as pt has no ts
+            add_minutes(right.minutes, {left.last_ts[:16]: waiting})
+        right.minutes_unknown = [0, 0]
     for agg in right.all_classes():
         sample = agg.sample
         if sample is not None and (sample.unknown_ts or sample.unknown_db):

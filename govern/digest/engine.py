@@ -253,6 +253,7 @@ class Digester:
         )
         last_ts, last_db = self.last_ts, self.last_db
         ts_known, db_known, deferring = self.ts_known, self.db_known, self.deferring
+        minutes, minutes_unknown = partial.minutes, partial.minutes_unknown
         events_seen = 0
         for record, event, fp in zip(records, events, fps, strict=True):
             if fp is None:
@@ -297,6 +298,12 @@ class Digester:
                 held = pending[fp] = self._pending_for(fp)
             agg = held[0]
             events_seen += 1
+            if query_time_raw is not None:  # load over time, per log minute
+                slot = minutes_unknown if ts is None else minutes.get(ts[:16])
+                if slot is None:
+                    slot = minutes[ts[:16]] = [0, 0]  # type: ignore[index]
+                slot[0] += 1
+                slot[1] += kind_value[1]
             if not ts_known and ts is None:
                 agg.unknown_ts = True
             if not db_known and db is None:

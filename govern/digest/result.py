@@ -404,6 +404,13 @@ def full_document(digest: Digest) -> dict[str, Any]:
             "filters": list(digest.filters),
         },
         "window": {"first_seen": first, "last_seen": last, "seconds": seconds},
+        "timeline": {
+            "step_s": 60,
+            "minutes": [
+                [minute, events, round(micro / 1_000_000, 6)]
+                for minute, (events, micro) in sorted(partial.minutes.items())
+            ],
+        },
         "totals": totals,
         "metrics": {name: metric_figures(m) for name, m in sorted(digest.global_metrics().items())},
         "malformed": [
@@ -482,6 +489,8 @@ def _from_document(document: dict[str, Any]) -> Digest:
     for item in document.get("unreported", []):
         agg = ClassAgg(item["fingerprint"].encode("utf-8", "surrogateescape"), count=item["count"])
         partial.classes[agg.fingerprint] = agg
+    for minute, events, query_time in (document.get("timeline") or {}).get("minutes", []):
+        partial.minutes[str(minute)] = [int(events), round(float(query_time) * 1_000_000)]
     totals = document["totals"]
     partial.events = totals["events"]
     partial.filtered = totals["filtered"]

@@ -3,7 +3,11 @@ so a fresh digest and a merged one print the same way.
 
 * :mod:`govern.reports.text` — tables for a terminal (rich);
 * :mod:`govern.reports.markdown` — for CI comments and wikis;
-* JSON is the document itself (``govern.output.print_json``).
+* JSON is the document itself (``govern.output.print_json``);
+* :mod:`govern.reports.digest_html` — the HTML page (``--format html``), and the other
+  pages people open in a browser: :mod:`govern.reports.compare_html` (``govern digest
+  compare``) and :mod:`govern.reports.schedule` (``govern schedule report``), all built with
+  ``govern.html`` and ``govern.charts``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,110 @@
+"""``govern digest compare BEFORE AFTER``: a thin shell over :mod:`govern.reports.compare`."""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from govern.errors import EXIT_FINDINGS, UsageError
+
+_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_seconds(value: str, option: str) -> float:
+    """``1ms``, ``0.5s``, ``250us``, ``2m``; a bare number is seconds."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(us|µs|ms|s|m|h)?\s*", value)
+    if not match:
+        raise UsageError(f"{option} {value}: expected a duration such as 1ms, 0.5s or 2m")
+    return float(match.group(1)) * _UNITS[match.group(2) or "s"]
+
+
+def parse_share(value: str, option: str) -> float:
+    """``20%`` or ``0.2``."""
+    text = value.strip()
+    try:
+        share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise UsageError(f"{option} {value}: expected a percentage such as 20%") from None
+    if share <= 0:
+        raise UsageError(f"{option} {value}: must be above 0")
+    return share
+
+
+@click.command()
+@click.argument("before", type=click.Path(dir_okay=False))
+@click.argument("after", type=click.Path(dir_okay=False))
+@click.option(
+    "--threshold",
+    default="20%",
+    show_default=True,
+    help="How much a class's p95 or total time must grow to count as slower.",
+)
+@click.option(
+    "--min-time",
+    default="1ms",
+    show_default=True,
+    help="...and by at least this much (smaller changes are noise).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "md", "html"]),
+    default="text",
+    show_default=True,
+)
+@click.option("-o", "--output", default="-", metavar="FILE", help="Write here [default: stdout].")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["slower", "change", "never"]),
+    default="slower",
+    show_default=True,
+    help="Exit 1 when a class is slower; or is slower, new or gone; or never.",
+)
+def compare(
+    before: str,
+    after: str,
+    threshold: str,
+    min_time: str,
+    output_format: str,
+    output: str,
+    fail_on: str,
+) -> None:
+    """Compare two saved digests: classes new, gone, slower or faster.
+
+    BEFORE and AFTER are `govern digest --format json` outputs (pt-query-digest
+    `--output json` works too: the query IDs are the same). Exit 0 no finding,
+    1 findings (see --fail-on), 2 unreadable input.
+    """
+    from govern.html.page import write_page
+    from govern.reports.compare import compare_digests
+    from govern.reports.digest_input import load_digest
+
+    share = parse_share(threshold, "--threshold")
+    floor = parse_seconds(min_time, "--min-time")
+    comparison = compare_digests(
+        load_digest(before), load_digest(after), threshold=share, min_time=floor
+    )
+    if output_format == "json":
+        import json
+
+        text = json.dumps(comparison.to_json(), indent=2, ensure_ascii=False) + "\n"
+    elif output_format == "md":
+        from govern.reports.compare_output import to_markdown
+
+        text = to_markdown(comparison)
+    elif output_format == "html":
+        from govern.reports.compare_html import compare_report
+
+        text = compare_report(comparison)
+    else:
+        from govern.reports.compare_output import to_text
+
+        text = to_text(comparison)
+    write_page(text, output)
+    counts = comparison.counts
+    failing = counts["slower"]
+    if fail_on == "change":
+        failing += counts["new"] + counts["gone"]
+    if fail_on != "never" and failing:
+        raise SystemExit(EXIT_FINDINGS)

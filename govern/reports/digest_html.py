@@ -1,0 +1,356 @@
+"""The digest report (``govern digest --format html``): a slow log understood in a minute.
+
+What pgBadger set as the bar, for MySQL and MariaDB: a summary with the top
+findings, load over time with ``govern run``'s blind windows shaded, the top
+classes by total time, and per class its metrics, Query_time histogram, sample
+and findings. Only the top N classes get a detailed section; the rest are rows
+in collapsed pages, so a digest of 100,000 classes still opens at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from govern.charts import Bar, Window, bar_chart, histogram, time_chart
+from govern.charts.units import count, duration, integer, share
+from govern.html.components import Column, badge, code, details, figures, note, paged_table, table
+from govern.html.markup import Markup, join, tag
+from govern.html.page import Page, anchor
+from govern.reports.digest_input import Digest, QueryClass
+from govern.reports.windows import epoch
+
+#: Rows of the "other classes" pages; classes beyond it are counted, not listed.
+OTHER_LIMIT = 10_000
+#: Findings listed in the summary (each class section lists its own).
+SUMMARY_FINDINGS = 10
+#: Hosts, users and schemas listed per class.
+TOP_VALUES = 10
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def digest_report(
+    digest: Digest,
+    *,
+    windows: Sequence[Window] = (),
+    top: int = 20,
+    title: str | None = None,
+    generated_at: datetime | None = None,
+) -> str:
+    """The HTML page for a digest: classes in the digest's order (by total time)."""
+    ranked = sorted(digest.classes, key=lambda c: (-c.total_time, c.id))
+    shown, rest = ranked[:top], ranked[top:]
+    page = Page(
+        title or "Slow-log digest",
+        ", ".join(digest.files) or digest.path,
+        generated_at=generated_at,
+    )
+    page.add("summary", "Summary", _summary(digest, ranked))
+    page.add("load", "Load over time", _load(digest, windows))
+    page.add(
+        "top",
+        f"Top {len(shown)} classes by total time",
+        bar_chart(
+            [
+                Bar(
+                    f"{rank}. {c.id[-16:]} {c.fingerprint}",
+                    c.total_time,
+                    detail=f"{c.fingerprint[:300]}\n{integer(c.count)} queries, {duration(c.total_time)} total",
+                    href=f"#{anchor('class', c.id)}",
+                )
+                for rank, c in enumerate(shown, start=1)
+            ],
+            label=f"Total query time of the top {len(shown)} classes",
+            unit=duration,
+            label_width=380,
+        ),
+    )
+    page.add(
+        "classes",
+        "Classes",
+        join(
+            _class_section(digest, c, rank, open=rank == 1) for rank, c in enumerate(shown, start=1)
+        ),
+    )
+    if rest:
+        page.add(
+            "others", f"Other classes ({integer(len(rest))})", _others(digest, rest, len(shown) + 1)
+        )
+    return page.render()
+
+
+def _summary(digest: Digest, ranked: list[QueryClass]) -> Markup:
+    span = _span_seconds(digest)
+    findings = _findings(ranked)
+    parts: list[object] = [
+        figures(
+            [
+                ("events", integer(digest.events)),
+                ("classes", integer(len(digest.classes))),
+                ("total query time", duration(digest.total_time)),
+                ("time span", duration(span) if span is not None else "–"),
+                ("queries per second", count(digest.events / span) if span else "–"),
+                ("findings", integer(len(findings))),
+            ]
+        ),
+    ]
+    if digest.first_seen:
+        parts.append(
+            note(f"From {digest.first_seen} to {digest.last_seen}; made by {digest.producer}.")
+        )
+    for text in digest.notes:
+        parts.append(note(text))
+    if findings:
+        shown = findings[:SUMMARY_FINDINGS]
+        parts.append(tag("h3", f"Top findings ({len(shown)} of {len(findings)})"))
+        parts.append(
+            table(
+                [Column("severity"), Column("rule"), Column("class"), Column("finding")],
+                [
+                    [
+                        badge(f.get("severity", "info")),
+                        f"{f.get('rule', '')} {f.get('name', '')}".strip(),
+                        tag("a", cls.id[-16:], href=f"#{anchor('class', cls.id)}"),
+                        f.get("message", ""),
+                    ]
+                    for cls, f in shown
+                ],
+            )
+        )
+    return join(parts)
+
+
+def _findings(ranked: list[QueryClass]) -> list[tuple[QueryClass, dict[str, Any]]]:
+    found = [(cls, f) for cls in ranked for f in cls.findings]
+    rank = {id(cls): index for index, cls in enumerate(ranked)}
+    found.sort(
+        key=lambda item: (SEVERITY_ORDER.get(item[1].get("severity", "info"), 3), rank[id(item[0])])
+    )
+    return found
+
+
+def _span_seconds(digest: Digest) -> float | None:
+    if not digest.first_seen or not digest.last_seen:
+        return None
+    try:
+        return max(epoch(digest.last_seen) - epoch(digest.first_seen), 1.0)
+    except ValueError:
+        return None
+
+
+def _load(digest: Digest, windows: Sequence[Window]) -> Markup:
+    if digest.timeline is None or digest.timeline.empty:
+        return note(
+            "This digest has no timeline (events per minute), so load over time cannot be drawn."
+        )
+    step, times, qps, load = digest.timeline.dense()
+    per = "minute" if step == 60 else duration(step).replace(" 00 m", "").replace(" 00 s", "")
+    parts: list[object] = [
+        note(
+            f"Averages per {per}. Shaded: blind windows recorded by govern run, when the slow "
+            "log was off or its threshold raised — quiet there means unlogged, not idle."
+            if windows
+            else f"Averages per {per}. No blind windows were recorded for this time range."
+        ),
+        time_chart(times, qps, label="Queries per second", unit=count, step=step, windows=windows),
+        time_chart(
+            times,
+            load,
+            label="Query time per second (concurrent load)",
+            unit=lambda v: f"{v:g}" if v >= 1 else count(v),
+            step=step,
+            windows=windows,
+            colour="#E69F00",
+        ),
+    ]
+    if windows:
+        rows = [
+            [
+                w.label,
+                _stamp(w.start),
+                _stamp(w.end) if w.end is not None else "still open",
+                duration((w.end or w.start) - w.start) if w.end else "–",
+                w.detail,
+            ]
+            for w in windows
+        ]
+        parts.append(
+            table(
+                [
+                    Column("window"),
+                    Column("from"),
+                    Column("to"),
+                    Column("for", True),
+                    Column("what"),
+                ],
+                rows,
+            )
+        )
+    return join(parts)
+
+
+def _stamp(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _metric_unit(name: str) -> Any:
+    return duration if name.lower().endswith("_time") else count
+
+
+def _metrics_table(cls: QueryClass) -> Markup:
+    columns = [Column("attribute")] + [
+        Column(name, True) for name in ("sum", "min", "avg", "median", "p95", "p99", "max")
+    ]
+    rows = []
+    for name, stat in [("Query_time", cls.query_time), *sorted(cls.metrics.items())]:
+        unit = _metric_unit(name)
+        rows.append(
+            [
+                name,
+                *(
+                    _cell(unit, getattr(stat, f))
+                    for f in ("sum", "min", "avg", "median", "p95", "p99", "max")
+                ),
+            ]
+        )
+    for name, n in sorted(cls.flags.items()):
+        rows.append(
+            [
+                name,
+                f"{integer(n)} yes",
+                "",
+                "",
+                "",
+                "",
+                "",
+                share(n / cls.count if cls.count else 0),
+            ]
+        )
+    return table(columns, rows)
+
+
+def _cell(unit: Any, value: float | None) -> str:
+    return "–" if value is None else str(unit(value))
+
+
+def _class_section(digest: Digest, cls: QueryClass, rank: int, *, open: bool) -> Markup:
+    part = cls.total_time / digest.total_time if digest.total_time else 0.0
+    summary = join(
+        [
+            f"{rank}. ",
+            tag("code", cls.id[-16:]),
+            f" · {share(part, 1)} of the time · {integer(cls.count)} queries · p95 {duration(cls.query_time.p95)} · ",
+            tag("code", cls.fingerprint[:140] + ("…" if len(cls.fingerprint) > 140 else "")),
+            *(join([" ", badge(f.get("severity", "info"))]) for f in cls.findings[:1]),
+        ]
+    )
+    body: list[object] = [
+        figures(
+            [
+                ("queries", integer(cls.count)),
+                ("share of time", share(part, 1)),
+                ("total", duration(cls.total_time)),
+                ("avg", duration(cls.query_time.avg)),
+                ("p95", duration(cls.query_time.p95)),
+                ("max", duration(cls.query_time.max)),
+            ]
+        ),
+        note(
+            f"Query ID {cls.id} · first seen {cls.first_seen or '–'} · last seen {cls.last_seen or '–'}"
+        ),
+        tag(
+            "div",
+            tag("div", _metrics_table(cls)),
+            histogram(cls.histogram, label=f"Query_time histogram of {cls.id[-16:]}", unit=count)
+            if cls.histogram
+            else None,
+            class_="row",
+        ),
+        tag("h3", "Fingerprint"),
+        code(cls.fingerprint),
+    ]
+    if cls.sample:
+        attributes = ", ".join(f"{k} {v}" for k, v in cls.sample_attributes.items())
+        body += [tag("h3", "Sample"), note(attributes) if attributes else None, code(cls.sample)]
+    if cls.findings:
+        body.append(tag("h3", "Findings"))
+        for finding in cls.findings:
+            body.append(
+                tag(
+                    "p",
+                    badge(finding.get("severity", "info")),
+                    " ",
+                    tag("strong", f"{finding.get('rule', '')} {finding.get('name', '')}"),
+                    f" — {finding.get('message', '')}",
+                )
+            )
+            evidence = finding.get("evidence") or {}
+            if evidence:
+                body.append(
+                    table(
+                        [Column("evidence"), Column("value")],
+                        [[k, _evidence(v)] for k, v in evidence.items()],
+                    )
+                )
+    multi_host = len(cls.hosts) > 1 or len(digest.hosts) > 1
+    for title, values in (
+        ("Hosts", cls.hosts if multi_host else []),
+        ("Clients", cls.clients),
+        ("Users", cls.users),
+        ("Schemas", cls.databases),
+    ):
+        if values:
+            body.append(tag("h3", f"Top {title.lower()}"))
+            body.append(
+                table(
+                    [Column(title[:-1].lower()), Column("queries", True), Column("share", True)],
+                    [
+                        [name, integer(n), share(n / cls.count if cls.count else 0)]
+                        for name, n in values[:TOP_VALUES]
+                    ],
+                )
+            )
+    return details(summary, *body, open=open, class_="class", id=anchor("class", cls.id))
+
+
+def _evidence(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def _others(digest: Digest, rest: list[QueryClass], first: int) -> Markup:
+    listed = rest[:OTHER_LIMIT]
+    rows = [
+        [
+            first + i,
+            tag("code", c.id[-16:]),
+            integer(c.count),
+            duration(c.total_time),
+            share(c.total_time / digest.total_time if digest.total_time else 0.0, 1),
+            duration(c.query_time.p95),
+            tag("code", c.fingerprint[:200]),
+        ]
+        for i, c in enumerate(listed)
+    ]
+    columns = [
+        Column("#", True),
+        Column("query ID"),
+        Column("queries", True),
+        Column("total", True),
+        Column("share", True),
+        Column("p95", True),
+        Column("fingerprint"),
+    ]
+    parts: list[object] = [
+        note("Collapsed pages of 100 classes each; the JSON output has every class in full."),
+        paged_table(columns, rows, page_size=100, first=first, noun="classes"),
+    ]
+    if len(rest) > len(listed):
+        parts.append(
+            note(f"{integer(len(rest) - len(listed))} smaller classes are not listed here.")
+        )
+    return join(parts)
