@@ -214,6 +214,8 @@ def _workload(server: Any) -> None:
 RULES_SETUP = [
     "CREATE TABLE IF NOT EXISTS clicks (id INT AUTO_INCREMENT PRIMARY KEY, user_id INT,"
     " kind VARCHAR(20), at DATETIME)",
+    "CREATE TABLE IF NOT EXISTS clicks_archive (id INT PRIMARY KEY, user_id INT,"
+    " kind VARCHAR(20), at DATETIME)",
     "CREATE TABLE IF NOT EXISTS products (id INT PRIMARY KEY, name VARCHAR(40), price INT)",
     "CREATE TABLE IF NOT EXISTS order_lines (id INT PRIMARY KEY, order_id INT,"
     " product_id INT, KEY k_order (order_id))",
@@ -225,6 +227,7 @@ RULES_SETUP = [
 LINES_PER_ORDER = 12
 ORDERS = 30
 CACHE_READS = 1200
+ARCHIVE_ROWS = 2000
 
 
 def rules_workload(server: Any) -> None:
@@ -232,6 +235,7 @@ def rules_workload(server: Any) -> None:
 
     * row-at-a-time: 300 single-row INSERTs into clicks on one connection; 350 more
       rows upserted into clicks by govern.batch (100 rows a statement);
+    * oversized batches: the archive of clicks written as 2,000 rows in one INSERT;
     * N+1: per order, its lines, then each line's product by key (30 × 12 lookups);
       the same with one IN() read; and a customer lookup once per request;
     * query cache: SQL_CACHE reads of a summary (daily_totals) that changes once, and
@@ -245,7 +249,7 @@ def rules_workload(server: Any) -> None:
         cur.execute("SET SESSION sql_log_bin = 0")
         for statement in RULES_SETUP:
             cur.execute(statement)
-        for table in ("clicks", "products", "order_lines", "customers"):
+        for table in ("clicks", "clicks_archive", "products", "order_lines", "customers"):
             cur.execute(f"DELETE FROM {table}")
         cur.execute("DELETE FROM daily_totals")
         cur.execute("DELETE FROM live_orders")
@@ -285,6 +289,12 @@ def rules_workload(server: Any) -> None:
         for n in range(350)
     ]  # batches of 100, 100, 100, 50
     upsert(batcher, "clicks", rows, key="id")
+    with batcher.cursor() as cur:
+        archive = ", ".join(
+            f"({n}, {n % 40}, 'click', '2025-01-05 {n // 3600 % 24:02d}:{n // 60 % 60:02d}:00')"
+            for n in range(1, ARCHIVE_ROWS + 1)
+        )
+        cur.execute(f"INSERT INTO clicks_archive (id, user_id, kind, at) VALUES {archive}")
 
     shop = server.connect("govern_app", database="app", tcp=True)
     with shop.cursor() as cur:

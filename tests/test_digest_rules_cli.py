@@ -58,6 +58,9 @@ def test_the_example_log_shows_every_digest_rule() -> None:
     assert fingerprints["BATCH009"] == {"select id, name, price from products where id = ?"}
     assert fingerprints["QC006"] == {"select orders, revenue from daily_totals where day = ?"}
     assert fingerprints["QC007"] == {"select sql_cache status, n from live_orders where id = ?"}
+    assert fingerprints["BATCH003"] == {
+        "insert into clicks_archive (id, user_id, kind, at) values(?+)"
+    }
     summary = document["rules"]["summary"]
     assert summary["findings"] == sum(len(c["findings"]) for c in document["classes"])
 
