@@ -316,17 +316,16 @@ class Digester:
             )
             thread = event.thread or attributes.get(b"Thread_id")
             if thread is not None:
-                # Runs of single-row writes: any other event ends them (key None).
-                single = (
-                    (tuples == 1 if kind == _INSERT else attributes.get(b"Rows_affected") in _ONE)
-                    if kind != _READ
-                    else False
-                )
-                key = fp if single else None
-                run = current_single.get(thread)
-                if run is not None and run[0] == key:
-                    run[1] += 1  # type: ignore[operator]
+                # Runs of single-row writes: any other event ends them (key None; the
+                # length of such a run is never used, so it is not counted).
+                if kind == _READ:
+                    key = None
+                elif kind == _INSERT:
+                    key = fp if tuples == 1 else None
                 else:
+                    key = fp if attributes.get(b"Rows_affected") in _ONE else None
+                run = current_single.get(thread)
+                if run is None or run[0] != key:
                     if run is not None:
                         if thread in first_single:
                             if run[0] is not None:
@@ -334,6 +333,8 @@ class Digester:
                         else:
                             first_single[thread] = (run[0], run[1], None)  # type: ignore[assignment]
                     current_single[thread] = [key, 1, agg]
+                elif key is not None:
+                    run[1] += 1  # type: ignore[operator]
                 run = current_run.get(thread)
                 lead = None
                 if run is not None:
