@@ -197,6 +197,8 @@ def explain(rule_id: str) -> None:
         lines += [f"  {o.name} = {o.default!r}: {o.help}" for o in rule.options]
     lines += ["", f'Severity: [tool.govern.rules.{rule.id}] severity = "error|warning|info"']
     lines += [
-        f"Suppress: -- govern: ignore[{rule.id}]  (a statement)  or  -- govern: ignore-file[{rule.id}]"
+        f"Suppress: -- govern: ignore[{rule.id}]  (a statement)  or  -- govern: ignore-file[{rule.id}]",
+        f'  on a digest class: per-class-ignores = {{ "QUERY_ID" = ["{rule.id}"] }} in '
+        "[tool.govern.rules], or /* govern: ignore[…] */ in the application's SQL",
     ]
     click.echo("\n".join(lines))

@@ -5,6 +5,7 @@ event scripts (rules/eventlog.py)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +24,10 @@ EXAMPLE = REPO / "examples" / "digest" / "rules-slow.log.gz"
 
 
 def govern(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    # PYTHONPATH: from another working directory, still this checkout's govern
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [sys.executable, "-m", "govern", *args], capture_output=True, text=True, cwd=cwd
+        [sys.executable, "-m", "govern", *args], capture_output=True, text=True, cwd=cwd, env=env
     )
 
 
@@ -239,3 +242,21 @@ def test_a_suppression_comment_in_the_application_sql() -> None:
     document = _document(tagged)
     assert document["classes"][0]["findings"] == []
     assert document["rules"]["summary"]["suppressed"] == 1
+
+
+def test_a_digest_saved_before_the_rules_still_merges(tmp_path: Path) -> None:
+    """Fields are only added within govern.digest v1: a document without them loads."""
+    document = digest_json(str(EXAMPLE), "--no-rules")
+    del document["rules"]
+    for item in document["classes"]:
+        for name in ("findings", "single_row_runs", "distinct_texts"):
+            del item[name]
+        for name in ("texts", "single_runs"):
+            del item["state"][name]
+        del item["state"]["runs"]["leads"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(document))
+    merged = json.loads(govern("digest", "merge", "--format", "json", str(old)).stdout)
+    assert merged["rules"]["summary"]["classes"] >= 1  # the runs still give BATCH008
+    point = next(c for c in merged["classes"] if "from products where id = ?" in c["fingerprint"])
+    assert point["sequence"]["leads"] == [] and point["distinct_texts"] is None
