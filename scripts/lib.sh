@@ -36,7 +36,7 @@ ensure_venv() {
   local extra=${1:-} stamp want
   ensure_python
   [ -x "$VENV/bin/python" ] || { say "creating $VENV"; python3 -m venv "$VENV"; }
-  want=$(cat "$REPO/setup.cfg" "$REPO/pyproject.toml" | sha256sum | cut -c1-16)-$extra
+  want=$(cat "$REPO/setup.cfg" "$REPO/pyproject.toml" "$REPO/setup.py" | sha256sum | cut -c1-16)-$extra
   stamp="$VENV/.govern-installed"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     say "installing govern${extra:+[$extra]} into $VENV"
@@ -44,4 +44,20 @@ ensure_venv() {
     "$VENV/bin/python" -m pip install -q -e "$REPO${extra:+[$extra]}"
     echo "$want" > "$stamp"
   fi
+}
+
+# ensure_native: (re)build the native digest core into govern/ when cargo is there.
+# The editable install builds it once; this keeps it current with native/ (cargo only
+# recompiles what changed). Same features and profile as setup.py. Without cargo,
+# govern runs its pure-Python engine.
+ensure_native() {
+  if ! command -v cargo >/dev/null 2>&1; then
+    say "cargo not found: the native digest core is not built (pure-Python engine)"
+    return 0
+  fi
+  local suffix
+  suffix=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+  cargo build --quiet --release --features python --manifest-path "$REPO/native/Cargo.toml"
+  cmp -s "$REPO/native/target/release/libgovern_native.so" "$REPO/govern/_native$suffix" \
+    || cp "$REPO/native/target/release/libgovern_native.so" "$REPO/govern/_native$suffix"
 }

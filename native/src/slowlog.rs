@@ -1,0 +1,807 @@
+//! pt-query-digest's slow-log event parser (SlowLogParser::parse_event), byte for byte.
+//!
+//! Each call reads one record (see `records.rs`), drops server banner lines, and walks
+//! its lines: `# Time:`, `# User@Host:`, `# administrator command:`, `# Key: value`
+//! attribute lines, `use db`, `SET timestamp=…`; the first other line starts the query
+//! (`arg`), which runs to the end of the record. The properties are collected as a flat
+//! list and read back the way Perl's `{ @properties }` does (later keys win), so even
+//! odd inputs give pt's answer. Common line shapes take hand-written fast paths; the
+//! rare shapes go through the `regex` crate, whose leftmost-first matching gives the
+//! same groups as Perl's backtracking for these patterns (no back-references).
+
+use std::collections::VecDeque;
+use std::sync::OnceLock;
+
+use memchr::{memchr, memmem};
+use regex::bytes::Regex;
+
+use crate::perl::{is_space, run_len, split_set_assignments};
+use crate::records::Separators;
+
+/// One value of pt's `@properties` list, stored as a place rather than a slice so the
+/// parser can keep reusing its buffers.
+#[derive(Clone, Copy, Debug)]
+enum Item {
+    Const(&'static [u8]),
+    /// A range of the current record text.
+    Stmt(u32, u32),
+    /// A range of the parser's scratch arena (lines pt edits before splitting).
+    Arena(u32, u32),
+    /// A range of the input data (the read-ahead line).
+    Data(usize, usize),
+    Num(u64),
+}
+
+/// A property value as pt's event hash holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Value<'a> {
+    Bytes(&'a [u8]),
+    Num(u64),
+}
+
+impl<'a> Value<'a> {
+    /// The value as text: numbers are formatted into `buf`.
+    pub fn as_bytes<'b>(&'b self, buf: &'b mut itoa_buf::Buf) -> &'b [u8]
+    where
+        'a: 'b,
+    {
+        match self {
+            Value::Bytes(b) => b,
+            Value::Num(n) => buf.format(*n),
+        }
+    }
+}
+
+/// Tiny integer formatter so callers need no allocation for numeric properties.
+pub mod itoa_buf {
+    #[derive(Default)]
+    pub struct Buf([u8; 20]);
+    impl Buf {
+        pub fn format(&mut self, mut n: u64) -> &[u8] {
+            let mut i = self.0.len();
+            loop {
+                i -= 1;
+                self.0[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            &self.0[i..]
+        }
+    }
+}
+
+/// Where the current record text lives.
+#[derive(Clone, Copy)]
+enum StmtSrc {
+    Data(usize, usize),
+    Buf,
+}
+
+/// One event as pt's parse_event returns it: its properties, later keys winning.
+pub struct Event<'p> {
+    props: &'p [(Item, Option<Item>)],
+    known: &'p [u16; 7],
+    stmt: &'p [u8],
+    arena: &'p [u8],
+    data: &'p [u8],
+    /// Byte offset pt reports as `pos_in_log`.
+    pub pos_in_log: u64,
+}
+
+impl<'p> Event<'p> {
+    fn resolve(&self, item: Item) -> Value<'p> {
+        match item {
+            Item::Const(c) => Value::Bytes(c),
+            Item::Stmt(a, b) => Value::Bytes(&self.stmt[a as usize..b as usize]),
+            Item::Arena(a, b) => Value::Bytes(&self.arena[a as usize..b as usize]),
+            Item::Data(a, b) => Value::Bytes(&self.data[a..b]),
+            Item::Num(n) => Value::Num(n),
+        }
+    }
+
+    fn key_bytes(&self, item: Item) -> &'p [u8] {
+        match self.resolve(item) {
+            Value::Bytes(b) => b,
+            // Numbers never stand in key position except through pt's odd-list quirk;
+            // such a key matches no attribute name.
+            Value::Num(_) => b"",
+        }
+    }
+
+    /// All properties: key, and value (`None` for Perl's undef).
+    pub fn iter(&self) -> impl Iterator<Item = (&'p [u8], Option<Value<'p>>)> + '_ {
+        self.props.iter().map(move |&(k, v)| (self.key_bytes(k), v.map(|v| self.resolve(v))))
+    }
+
+    /// The value of one property.
+    pub fn get(&self, key: &[u8]) -> Option<Value<'p>> {
+        self.props.iter().find(|(k, _)| self.key_bytes(*k) == key).and_then(|&(_, v)| v.map(|v| self.resolve(v)))
+    }
+
+    /// A property as bytes (numbers are only `bytes` and `pos_in_log`, never text fields).
+    pub fn get_bytes(&self, key: &[u8]) -> Option<&'p [u8]> {
+        match self.get(key)? {
+            Value::Bytes(b) => Some(b),
+            Value::Num(_) => None,
+        }
+    }
+
+    /// A property the digest reads on every event, without a search.
+    #[inline]
+    pub fn known(&self, k: Known) -> Option<&'p [u8]> {
+        let i = self.known[k as usize];
+        if i == u16::MAX {
+            return None;
+        }
+        match self.props[i as usize].1.map(|v| self.resolve(v))? {
+            Value::Bytes(b) => Some(b),
+            Value::Num(_) => None,
+        }
+    }
+
+    /// The query text (`arg`).
+    pub fn arg(&self) -> Option<&'p [u8]> {
+        self.known(Known::Arg)
+    }
+
+    /// pt's `cmd` is `Admin` for administrator commands.
+    pub fn is_admin(&self) -> bool {
+        self.get_bytes(b"cmd") == Some(b"Admin")
+    }
+}
+
+/// What one pass of the EVENT loop produced.
+enum Parsed {
+    End,
+    /// pt's `next EVENT`: a header-only record at the end of the input.
+    Skipped,
+    Event(usize),
+}
+
+/// The parser's state between events is exactly pt's: the read position and the
+/// records already read but not yet parsed (`@pending`).
+pub struct Parser<'d> {
+    data: &'d [u8],
+    pos: usize,
+    /// Offset of `data` in the whole input, for `pos_in_log`.
+    base: u64,
+    /// A read ran into the end of `data` without finding its separator.
+    hit_end: bool,
+    seps: Separators,
+    pending: VecDeque<Vec<u8>>,
+    stmt_buf: Vec<u8>,
+    cur: StmtSrc,
+    arena: Vec<u8>,
+    items: Vec<Item>,
+    props: Vec<(Item, Option<Item>)>,
+    sigs: Vec<u64>,
+    known: [u16; 7],
+    mysqld: memmem::Finder<'static>,
+    newline_t: memmem::Finder<'static>,
+    uh: memmem::Finder<'static>,
+}
+
+const USER_HOST: &[u8] = b"# User@Host: ";
+
+impl<'d> Parser<'d> {
+    /// A parser reading `data` from `pos`, which must be 0 or a record boundary
+    /// (just after a `;\n#`), where pt's reader would stand with nothing pending.
+    pub fn new(data: &'d [u8], pos: usize) -> Self {
+        Parser {
+            data,
+            pos,
+            base: 0,
+            hit_end: false,
+            seps: Separators::default(),
+            pending: VecDeque::new(),
+            stmt_buf: Vec::new(),
+            cur: StmtSrc::Buf,
+            arena: Vec::new(),
+            items: Vec::with_capacity(64),
+            props: Vec::with_capacity(32),
+            sigs: Vec::with_capacity(32),
+            known: [u16::MAX; 7],
+            mysqld: memmem::Finder::new(b"mysqld,"),
+            newline_t: memmem::Finder::new(b"\nT"),
+            uh: memmem::Finder::new(USER_HOST),
+        }
+    }
+
+    /// A parser resuming another one's state (see `into_state`).
+    pub fn with_pending(data: &'d [u8], pos: usize, pending: VecDeque<Vec<u8>>) -> Self {
+        let mut p = Parser::new(data, pos);
+        p.pending = pending;
+        p
+    }
+
+    /// Report positions as offsets from `base` (when `data` is a window of the input).
+    pub fn set_base(&mut self, base: u64) {
+        self.base = base;
+    }
+
+    /// True when a read ran into the end of the data: with more input to come, what
+    /// was read there may not be the record pt would read.
+    pub fn hit_end(&self) -> bool {
+        self.hit_end
+    }
+
+    /// The reader's state: position and records read ahead but not parsed.
+    pub fn into_state(self) -> (usize, VecDeque<Vec<u8>>) {
+        (self.pos, self.pending)
+    }
+
+    /// Read position in the data (pt's `tell`).
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// True when records read ahead are still waiting to be parsed.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The separators, for callers that look for record boundaries.
+    pub fn separators(&self) -> &Separators {
+        &self.seps
+    }
+
+    /// Next event, or `None` at the end of the data (pt's parse_event).
+    pub fn next_event(&mut self) -> Option<Event<'_>> {
+        let mut pos_in_log = self.pos;
+        let this_pos = loop {
+            match self.parse_record(&mut pos_in_log) {
+                Parsed::End => return None,
+                Parsed::Skipped => continue,
+                Parsed::Event(p) => break p,
+            }
+        };
+        let stmt = self.stmt_of(self.cur);
+        let pos_in_log = self.base + this_pos as u64;
+        Some(Event { props: &self.props, known: &self.known, stmt, arena: &self.arena, data: self.data, pos_in_log })
+    }
+
+    /// One pass of parse_event's EVENT loop; the properties land in `self.props`.
+    fn parse_record(&mut self, pos_in_log: &mut usize) -> Parsed {
+        let data = self.data;
+        {
+            // 1. The next record: a pending one first, else read one.
+            let src = if let Some(chunk) = self.pending.pop_front() {
+                self.stmt_buf = chunk;
+                StmtSrc::Buf
+            } else {
+                let Some((a, b)) = read_at(&self.seps, data, &mut self.pos, &mut self.hit_end, false) else {
+                    return Parsed::End;
+                };
+                StmtSrc::Data(a, b)
+            };
+            let this_pos = *pos_in_log;
+            *pos_in_log = self.pos;
+
+            // 2. Server banners: drop their lines; a record may then hold several events.
+            let mut src = src;
+            if self.has_banner(self.stmt_of(src)) {
+                let text = self.stmt_of(src).to_vec();
+                let cleaned = banner_re().replace_all(&text, &b""[..]);
+                if let std::borrow::Cow::Owned(cleaned) = cleaned {
+                    let mut chunks: Vec<Vec<u8>> =
+                        self.seps.split_records(&cleaned).into_iter().map(<[u8]>::to_vec).collect();
+                    if chunks.len() > 1 {
+                        let first = chunks.remove(0);
+                        for c in chunks.into_iter().rev() {
+                            self.pending.push_front(c);
+                        }
+                        self.stmt_buf = first;
+                    } else {
+                        self.stmt_buf = cleaned;
+                    }
+                    src = StmtSrc::Buf;
+                }
+            }
+
+            // 3. `'#' . $stmt unless /\A#/`, then strip the trailing `;\n#?\Z`.
+            src = self.prefix_hash(src);
+            src = self.strip_terminator(src);
+            self.cur = src;
+            let stmt: &[u8] = match src {
+                StmtSrc::Data(a, b) => &data[a..b],
+                StmtSrc::Buf => &self.stmt_buf,
+            };
+
+            // 4. Lines.
+            self.items.clear();
+            self.arena.clear();
+            let items = &mut self.items;
+            items.extend([
+                Item::Const(b"cmd"),
+                Item::Const(b"Query"),
+                Item::Const(b"pos_in_log"),
+                Item::Num(self.base + this_pos as u64),
+            ]);
+            let (mut got_ts, mut got_uh, mut got_ac, mut got_db, mut got_set) = (false, false, false, false, false);
+            let mut found_arg = false;
+            let len = stmt.len();
+            let mut line_start = 0;
+            loop {
+                let line_end = memchr(b'\n', &stmt[line_start..]).map_or(len, |i| line_start + i);
+                let line = &stmt[line_start..line_end];
+                let at = |a: usize, b: usize| Item::Stmt((line_start + a) as u32, (line_start + b) as u32);
+                if !is_header_line(line) {
+                    items.extend([Item::Const(b"arg"), Item::Stmt(line_start as u32, len as u32)]);
+                    items.extend([Item::Const(b"bytes"), Item::Num((len - line_start) as u64)]);
+                    break;
+                }
+                let ts = if got_ts { None } else { parse_ts(line) };
+                if let Some(ts_len) = ts {
+                    items.extend([Item::Const(b"ts"), at(8, 8 + ts_len)]);
+                    got_ts = true;
+                    if !got_uh {
+                        if let Some(uh) = parse_user_host(line, &self.uh) {
+                            push_user_host(items, line, &uh, at);
+                            got_uh = true;
+                        }
+                    }
+                } else if let Some(uh) = (!got_uh).then(|| parse_user_host(line, &self.uh)).flatten() {
+                    push_user_host(items, line, &uh, at);
+                    got_uh = true;
+                } else if !got_ac && line.starts_with(b"# administrator command:") {
+                    let skip = 1 + run_len(&line[1..], is_space);
+                    items.extend([
+                        Item::Const(b"cmd"),
+                        Item::Const(b"Admin"),
+                        Item::Const(b"arg"),
+                        at(skip, line.len()),
+                    ]);
+                    items.extend([Item::Const(b"bytes"), Item::Num((line.len() - skip) as u64)]);
+                    found_arg = true;
+                    got_ac = true;
+                } else if is_attribute_line(line) {
+                    match schema_fix(line) {
+                        None => push_attribute_pairs(items, line, at),
+                        Some(fixed) => {
+                            let base = self.arena.len();
+                            self.arena.extend_from_slice(&fixed);
+                            push_attribute_pairs(items, &fixed, |a, b| {
+                                Item::Arena((base + a) as u32, (base + b) as u32)
+                            });
+                        }
+                    }
+                } else if !got_db && line.starts_with(b"use ") && line.len() > 4 && line[4] != b';' {
+                    let end = memchr(b';', &line[4..]).map_or(line.len(), |i| 4 + i);
+                    items.extend([Item::Const(b"db"), at(4, end)]);
+                    got_db = true;
+                } else if !got_set && line.starts_with(b"SET") {
+                    // Header lines start `SET ` + a keyword, so `^SET\s+` always matches.
+                    let s = 3 + run_len(&line[3..], is_space);
+                    let end = memchr(b';', &line[s..]).map_or(line.len(), |i| s + i);
+                    for f in split_set_assignments(&line[s..end]) {
+                        let off = f.as_ptr() as usize - line.as_ptr() as usize;
+                        items.push(at(off, off + f.len()));
+                    }
+                    got_set = true;
+                }
+
+                if !found_arg && line_end == len {
+                    // A header line ends the record: pt reads up to the next ";\n".
+                    let Some((a, b)) = read_at(&self.seps, data, &mut self.pos, &mut self.hit_end, true) else {
+                        return Parsed::Skipped;
+                    };
+                    let l = &data[a..b];
+                    if is_null_query(l) {
+                        let mut chunk = l.to_vec();
+                        if let Some((c, d)) = read_at(&self.seps, data, &mut self.pos, &mut self.hit_end, false) {
+                            chunk.extend_from_slice(&data[c..d]);
+                        }
+                        self.pending.push_back(chunk);
+                        items.extend([Item::Const(b"cmd"), Item::Const(b"Query"), Item::Const(b"arg")]);
+                        items.extend([Item::Const(b"/* No query */"), Item::Const(b"bytes"), Item::Num(0)]);
+                    } else {
+                        let mut e = b;
+                        if l.ends_with(b";\n") {
+                            e -= 2;
+                        }
+                        let s = a + run_len(&data[a..e], is_space);
+                        items.extend([
+                            Item::Const(b"cmd"),
+                            Item::Const(b"Admin"),
+                            Item::Const(b"arg"),
+                            Item::Data(s, e),
+                        ]);
+                        items.extend([Item::Const(b"bytes"), Item::Num((e - s) as u64)]);
+                    }
+                    found_arg = true;
+                }
+                // Perl's `m/^(.*)$/mg` visits no empty line after a final newline.
+                if line_end == len || line_end + 1 == len {
+                    break;
+                }
+                line_start = line_end + 1;
+            }
+
+            // 5. `{ @properties }`: pairs in order, a later key replacing an earlier one.
+            resolve_pairs(&self.items, stmt, &self.arena, data, &mut self.props, &mut self.sigs, &mut self.known);
+            Parsed::Event(this_pos)
+        }
+    }
+
+    fn stmt_of(&self, src: StmtSrc) -> &[u8] {
+        match src {
+            StmtSrc::Data(a, b) => &self.data[a..b],
+            StmtSrc::Buf => &self.stmt_buf,
+        }
+    }
+
+    /// Cheap test before the banner regex: its lines start with `T[cC]` (Tcp port)
+    /// or `Ti` (Time), or contain `mysqld,`.
+    fn has_banner(&self, s: &[u8]) -> bool {
+        let t_line = |at: usize| matches!(s.get(at..at + 2), Some(b"Tc" | b"TC" | b"Ti"));
+        let maybe = self.mysqld.find(s).is_some() || t_line(0) || self.newline_t.find_iter(s).any(|i| t_line(i + 1));
+        maybe && banner_re().is_match(s)
+    }
+
+    fn prefix_hash(&mut self, src: StmtSrc) -> StmtSrc {
+        match src {
+            StmtSrc::Data(a, b) if a == b || self.data[a] != b'#' => {
+                if a > 0 && self.data[a - 1] == b'#' {
+                    StmtSrc::Data(a - 1, b)
+                } else {
+                    self.stmt_buf.clear();
+                    self.stmt_buf.push(b'#');
+                    self.stmt_buf.extend_from_slice(&self.data[a..b]);
+                    StmtSrc::Buf
+                }
+            }
+            StmtSrc::Buf if self.stmt_buf.first() != Some(&b'#') => {
+                self.stmt_buf.insert(0, b'#');
+                StmtSrc::Buf
+            }
+            other => other,
+        }
+    }
+
+    /// `s/;\n#?\Z//`: `\Z` also matches before a final newline, which then stays.
+    fn strip_terminator(&mut self, src: StmtSrc) -> StmtSrc {
+        let s = self.stmt_of(src);
+        let Some((cut, cut_end)) = terminator_span(s) else { return src };
+        let kept_tail = s.len() > cut_end;
+        match src {
+            StmtSrc::Data(a, _) if !kept_tail => StmtSrc::Data(a, a + cut),
+            StmtSrc::Data(a, b) => {
+                let mut v = self.data[a..a + cut].to_vec();
+                v.extend_from_slice(&self.data[a + cut_end..b]);
+                self.stmt_buf = v;
+                StmtSrc::Buf
+            }
+            StmtSrc::Buf => {
+                self.stmt_buf.drain(cut..cut_end);
+                StmtSrc::Buf
+            }
+        }
+    }
+}
+
+/// Read a record (or, with `line`, up to the next `;\n`) from `*pos`, advancing it.
+fn read_at(seps: &Separators, data: &[u8], pos: &mut usize, hit_end: &mut bool, line: bool) -> Option<(usize, usize)> {
+    let Some((a, b)) = seps.read(data, *pos, line) else {
+        *hit_end = true;
+        return None;
+    };
+    let sep: &[u8] = if line { b";\n" } else { b";\n#" };
+    if b == data.len() && !data[a..b].ends_with(sep) {
+        *hit_end = true;
+    }
+    *pos = b;
+    Some((a, b))
+}
+
+/// The leftmost match of `;\n#?\Z` in `s`, as (start, end).
+fn terminator_span(s: &[u8]) -> Option<(usize, usize)> {
+    let n = s.len();
+    let at_z = |q: usize| q == n || (q + 1 == n && s[q] == b'\n');
+    (n.saturating_sub(4)..n.saturating_sub(1)).find_map(|p| {
+        if s[p] != b';' || s[p + 1] != b'\n' {
+            return None;
+        }
+        if p + 2 < n && s[p + 2] == b'#' && at_z(p + 3) {
+            Some((p, p + 3))
+        } else if at_z(p + 2) {
+            Some((p, p + 2))
+        } else {
+            None
+        }
+    })
+}
+
+/// `m/^(?:#|use |SET (?:last_insert_id|insert_id|timestamp))/`
+#[inline]
+fn is_header_line(line: &[u8]) -> bool {
+    match line.first() {
+        Some(b'#') => true,
+        Some(b'u') => line.starts_with(b"use "),
+        Some(b'S') => {
+            line.starts_with(b"SET ")
+                && (line[4..].starts_with(b"last_insert_id")
+                    || line[4..].starts_with(b"insert_id")
+                    || line[4..].starts_with(b"timestamp"))
+        }
+        _ => false,
+    }
+}
+
+/// `m/^# Time: ((?:[0-9: ]{15})|(?:[-0-9: T]{19}))/`: the length of the captured time.
+fn parse_ts(line: &[u8]) -> Option<usize> {
+    let rest = line.strip_prefix(b"# Time: ")?;
+    let ok = |n: usize, f: fn(u8) -> bool| rest.len() >= n && rest[..n].iter().all(|&b| f(b));
+    if ok(15, |b| b.is_ascii_digit() || b == b':' || b == b' ') {
+        Some(15)
+    } else if ok(19, |b| b.is_ascii_digit() || matches!(b, b'-' | b':' | b' ' | b'T')) {
+        Some(19)
+    } else {
+        None
+    }
+}
+
+/// Byte ranges (within the line) of the `# User@Host:` groups.
+struct UserHost {
+    user: (usize, usize),
+    host: (usize, usize),
+    ip: (usize, usize),
+    thread_id: Option<(usize, usize)>,
+}
+
+fn push_user_host(items: &mut Vec<Item>, line: &[u8], uh: &UserHost, at: impl Fn(usize, usize) -> Item) {
+    // `$host ||= $ip`: an empty or "0" host takes the ip.
+    let host = if crate::perl::truthy(&line[uh.host.0..uh.host.1]) { uh.host } else { uh.ip };
+    items.extend([Item::Const(b"user"), at(uh.user.0, uh.user.1), Item::Const(b"host"), at(host.0, host.1)]);
+    items.extend([Item::Const(b"ip"), at(uh.ip.0, uh.ip.1)]);
+    if let Some(t) = uh.thread_id {
+        items.extend([Item::Const(b"Thread_id"), at(t.0, t.1)]);
+    }
+}
+
+/// `m/# User\@Host: ([^\[]+|\[[^[]+\]).*?@ (\S*) \[(.*)\]\s*(?:Id:\s*(\d+))?/`
+fn parse_user_host(line: &[u8], finder: &memmem::Finder) -> Option<UserHost> {
+    let start = finder.find(line)?;
+    fast_user_host(line, start + USER_HOST.len()).or_else(|| regex_user_host(line))
+}
+
+/// The common shape, `user[user] @ host [ip]  Id: n`, without a regex. Returns `None`
+/// (and the caller asks the regex) whenever the shape needs backtracking.
+fn fast_user_host(line: &[u8], p: usize) -> Option<UserHost> {
+    let rest = &line[p..];
+    let user_len = if rest.first() == Some(&b'[') {
+        // `\[[^[]+\]`: greedy to the next '[', back to the last ']' before it.
+        let stop = memchr(b'[', &rest[1..]).map_or(rest.len(), |i| i + 1);
+        let close = memchr::memrchr(b']', &rest[1..stop])? + 1;
+        if close < 2 {
+            return None;
+        }
+        close + 1
+    } else {
+        // `[^\[]+`: everything up to the first '['.
+        let n = memchr(b'[', rest)?;
+        if n == 0 {
+            return None;
+        }
+        n
+    };
+    let after_user = p + user_len;
+    let at = memchr::memchr_iter(b'@', &line[after_user..])
+        .map(|i| after_user + i)
+        .find(|&i| line.get(i + 1) == Some(&b' '))?
+        + 2;
+    let host_len = run_len(&line[at..], |b| !is_space(b));
+    let host_end = at + host_len;
+    if !line[host_end..].starts_with(b" [") {
+        return None;
+    }
+    let ip_start = host_end + 2;
+    let ip_end = memchr::memrchr(b']', &line[ip_start..])? + ip_start;
+    let mut q = ip_end + 1;
+    q += run_len(&line[q..], is_space);
+    let mut thread_id = None;
+    if line[q..].starts_with(b"Id:") {
+        let d = q + 3 + run_len(&line[q + 3..], is_space);
+        let n = run_len(&line[d..], |b| b.is_ascii_digit());
+        if n > 0 {
+            thread_id = Some((d, d + n));
+        }
+    }
+    Some(UserHost { user: (p, after_user), host: (at, host_end), ip: (ip_start, ip_end), thread_id })
+}
+
+fn regex_user_host(line: &[u8]) -> Option<UserHost> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"(?-u)# User@Host: ([^\[]+|\[[^\[]+\]).*?@ (\S*) \[(.*)\]\s*(?:Id:\s*(\d+))?").unwrap()
+    });
+    let c = re.captures(line)?;
+    let span = |i: usize| c.get(i).map(|m| (m.start(), m.end()));
+    Some(UserHost { user: span(1)?, host: span(2)?, ip: span(3)?, thread_id: span(4) })
+}
+
+/// `m/^# +[A-Z][A-Za-z_]+: \S+/`
+fn is_attribute_line(line: &[u8]) -> bool {
+    let spaces = run_len(&line[1..], |b| b == b' ');
+    if spaces == 0 {
+        return false;
+    }
+    let w = &line[1 + spaces..];
+    if !w.first().is_some_and(u8::is_ascii_uppercase) {
+        return false;
+    }
+    let n = 1 + run_len(&w[1..], |b| b.is_ascii_alphabetic() || b == b'_');
+    n >= 2 && w[n..].starts_with(b": ") && w.get(n + 2).is_some_and(|&b| !is_space(b))
+}
+
+/// MariaDB writes `Schema:` with an empty value before the next attribute; pt removes
+/// the first `Schema:\s+` when the line matches `Schema:\s+\w+: `.
+fn schema_fix(line: &[u8]) -> Option<Vec<u8>> {
+    static SCHEMA: OnceLock<memmem::Finder<'static>> = OnceLock::new();
+    let finder = SCHEMA.get_or_init(|| memmem::Finder::new(b"Schema:"));
+    finder.find(line)?;
+    let mut from = 0;
+    let mut needs_fix = false;
+    while let Some(i) = finder.find(&line[from..]) {
+        let s = from + i + 7;
+        let ws = run_len(&line[s..], is_space);
+        let w = run_len(&line[s + ws..], crate::perl::is_word);
+        if ws > 0 && w > 0 && line[s + ws + w..].starts_with(b": ") {
+            needs_fix = true;
+            break;
+        }
+        from = from + i + 1;
+    }
+    if !needs_fix {
+        return None;
+    }
+    let mut from = 0;
+    while let Some(i) = finder.find(&line[from..]) {
+        let s = from + i + 7;
+        let ws = run_len(&line[s..], is_space);
+        if ws > 0 {
+            let mut v = line[..from + i].to_vec();
+            v.extend_from_slice(&line[s + ws..]);
+            return Some(v);
+        }
+        from = from + i + 1;
+    }
+    None
+}
+
+/// `push @properties, $line =~ m/(\w+):\s+(\S+|\Z)/g`
+fn push_attribute_pairs(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) -> Item) {
+    let mut cursor = 0;
+    while let Some(i) = memchr(b':', &line[cursor..]) {
+        let colon = cursor + i;
+        // The key is the \w run ending at the colon, starting no earlier than the cursor.
+        let mut k = colon;
+        while k > cursor && crate::perl::is_word(line[k - 1]) {
+            k -= 1;
+        }
+        let ws = run_len(&line[colon + 1..], is_space);
+        if k == colon || ws == 0 {
+            cursor = colon + 1;
+            continue;
+        }
+        let v = colon + 1 + ws;
+        let vlen = run_len(&line[v..], |b| !is_space(b));
+        if vlen == 0 && v != line.len() {
+            // `\s+` is greedy and can give back nothing useful: no match here.
+            cursor = colon + 1;
+            continue;
+        }
+        items.extend([at(k, colon), at(v, v + vlen)]);
+        cursor = v + vlen;
+    }
+}
+
+/// `$l =~ /^\s*[A-Z][a-z_]+: /`
+fn is_null_query(l: &[u8]) -> bool {
+    let s = run_len(l, is_space);
+    let w = &l[s..];
+    if !w.first().is_some_and(u8::is_ascii_uppercase) {
+        return false;
+    }
+    let n = run_len(&w[1..], |b| b.is_ascii_lowercase() || b == b'_');
+    n > 0 && w[1 + n..].starts_with(b": ")
+}
+
+fn banner_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"(?m-u)^(?:T[cC][pP]\s[pP]ort:\s+\d+|[/A-Z].*mysqld,\sVersion.*(?:started\swith:|embedded\slibrary)|Time\s+Id\s+Command).*\n",
+        )
+        .unwrap()
+    })
+}
+
+/// Properties the digest reads by name, found once per event.
+#[derive(Clone, Copy, Debug)]
+pub enum Known {
+    Arg,
+    Db,
+    Schema,
+    Ts,
+    User,
+    Host,
+    RateLimit,
+}
+
+const KNOWN_KEYS: [&[u8]; 7] = [b"arg", b"db", b"Schema", b"ts", b"user", b"host", b"Log_slow_rate_limit"];
+
+/// Perl's `{ @properties }`: walk the flat list in pairs; a repeated key keeps its first
+/// place and takes the later value; an odd last key gets undef. Also notes where the
+/// `Known` keys are.
+fn resolve_pairs(
+    items: &[Item],
+    stmt: &[u8],
+    arena: &[u8],
+    data: &[u8],
+    out: &mut Vec<(Item, Option<Item>)>,
+    sigs: &mut Vec<u64>,
+    known: &mut [u16; 7],
+) {
+    out.clear();
+    sigs.clear();
+    *known = [u16::MAX; 7];
+    let bytes = |it: Item| -> &[u8] {
+        match it {
+            Item::Const(c) => c,
+            Item::Stmt(a, b) => &stmt[a as usize..b as usize],
+            Item::Arena(a, b) => &arena[a as usize..b as usize],
+            Item::Data(a, b) => &data[a..b],
+            Item::Num(_) => b"",
+        }
+    };
+    // Keys are looked up in a small open-addressing table of their signatures (length
+    // and first and last bytes), so a repeated key is found without comparing bytes of
+    // every earlier one.
+    let sig = |b: &[u8]| -> u64 {
+        (b.len() as u64) | (*b.first().unwrap_or(&0) as u64) << 32 | (*b.last().unwrap_or(&0) as u64) << 40
+    };
+    if items.len() > 200 {
+        // More keys than the table holds (only in odd input): compare them all.
+        for pair in items.chunks(2) {
+            let (k, v) = (pair[0], pair.get(1).copied());
+            let kb = bytes(k);
+            match out.iter_mut().find(|(ek, _)| bytes(*ek) == kb) {
+                Some(slot) => slot.1 = v,
+                None => {
+                    if let Some(j) = KNOWN_KEYS.iter().position(|name| *name == kb) {
+                        known[j] = out.len() as u16;
+                    }
+                    out.push((k, v));
+                }
+            }
+        }
+        return;
+    }
+    let mut table = [u16::MAX; 128];
+    for pair in items.chunks(2) {
+        let (k, v) = (pair[0], pair.get(1).copied());
+        let kb = bytes(k);
+        let ks = sig(kb);
+        let mut h = (ks.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize;
+        loop {
+            let slot = table[h];
+            if slot == u16::MAX {
+                table[h] = out.len() as u16;
+                if let Some(j) = KNOWN_KEYS.iter().position(|name| *name == kb) {
+                    known[j] = out.len() as u16;
+                }
+                out.push((k, v));
+                sigs.push(ks);
+                break;
+            }
+            let s = slot as usize;
+            if sigs[s] == ks && bytes(out[s].0) == kb {
+                out[s].1 = v;
+                break;
+            }
+            h = (h + 1) & 127;
+        }
+    }
+}
