@@ -139,6 +139,16 @@ def distinct_add(kept: set[int], hashed: int) -> None:
         kept.add(hashed)
 
 
+def distinct_add_many(kept: set[int], hashed: Iterable[int]) -> None:
+    """Add many hashes at once (the same as adding them one by one)."""
+    new = set(hashed)
+    if len(kept) >= DISTINCT_K:
+        largest = max(kept)
+        new = {value for value in new if value < largest}
+    if new:
+        distinct_merge(kept, new)
+
+
 def distinct_merge(kept: set[int], other: set[int]) -> None:
     kept |= other
     if len(kept) > DISTINCT_K:

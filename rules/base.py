@@ -21,6 +21,7 @@ from rules.sql.statement import Statement
 
 if TYPE_CHECKING:
     from govern.server import ServerInfo
+    from rules.evidence import DigestEvidence
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +61,9 @@ class Context:
     #: Names (lower case) of temporary tables and stored functions created earlier in the file.
     temporary_tables: set[str] = dataclasses.field(default_factory=set)
     stored_functions: set[str] = dataclasses.field(default_factory=set)
+    #: Digest-wide facts (tables' write traffic, overhead fits, log completeness) when
+    #: the subjects are a digest's classes; None for files.
+    digest: DigestEvidence | None = None
 
     @property
     def target_label(self) -> str:

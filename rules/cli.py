@@ -12,17 +12,7 @@ from govern.connection import ConnectionSettings
 from govern.errors import EXIT_FINDINGS, UsageError
 from govern.output import is_terminal, print_json
 from rules.model import Severity
-
-
-def _ids(values: tuple[str, ...], option: str) -> list[str]:
-    """``--select QC,BATCH001 --select META`` → ["QC", "BATCH001", "META"], checked."""
-    from rules.registry import unknown_selectors
-
-    ids = [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
-    unknown = unknown_selectors(ids)
-    if unknown:
-        raise UsageError(f"{option}: unknown rule {unknown[0]!r} (see 'govern rules')")
-    return ids
+from rules.registry import parse_selectors
 
 
 def _wants_server(target: str | None) -> bool:
@@ -98,8 +88,8 @@ def lint(
 
         live = target_from_server(settings)
     options = LintOptions(
-        select=_ids(select, "--select") if select else None,
-        ignore=_ids(ignore, "--ignore"),
+        select=parse_selectors(select, "--select") if select else None,
+        ignore=parse_selectors(ignore, "--ignore"),
         severity=Severity(severity) if severity else None,
         target=None if live else target,
         live_target=live,
@@ -207,6 +197,8 @@ def explain(rule_id: str) -> None:
         lines += [f"  {o.name} = {o.default!r}: {o.help}" for o in rule.options]
     lines += ["", f'Severity: [tool.govern.rules.{rule.id}] severity = "error|warning|info"']
     lines += [
-        f"Suppress: -- govern: ignore[{rule.id}]  (a statement)  or  -- govern: ignore-file[{rule.id}]"
+        f"Suppress: -- govern: ignore[{rule.id}]  (a statement)  or  -- govern: ignore-file[{rule.id}]",
+        f'  on a digest class: per-class-ignores = {{ "QUERY_ID" = ["{rule.id}"] }} in '
+        "[tool.govern.rules], or /* govern: ignore[…] */ in the application's SQL",
     ]
     click.echo("\n".join(lines))

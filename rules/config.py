@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,18 @@ class RulesConfig:
     def excluded(self, path: Path) -> bool:
         relative = self.relative(path)
         return any(fnmatch.fnmatch(relative, pattern) for pattern in self.exclude)
+
+    def ignored_for_class(self, class_id: str | None) -> set[str]:
+        """Rule IDs or prefixes ``per-class-ignores`` drops for a query ID (32 or 16 hex)."""
+        if not class_id or not self.per_class_ignores:
+            return set()
+        wanted = {class_id.upper(), class_id.upper()[-16:]}
+        return {
+            rule
+            for key, rules in self.per_class_ignores.items()
+            if key.strip().upper() in wanted
+            for rule in rules
+        }
 
     def ignored_for(self, path: Path) -> list[str]:
         relative = self.relative(path)
@@ -137,7 +150,16 @@ def parse_config(data: dict[str, Any], path: Path | None, section: str = "") -> 
             else:
                 config.ignore = ids
         elif key == "per-class-ignores":
-            config.per_class_ignores = dict(_id_lists(value, f"{rules_where} {key}"))
+            where = f"{rules_where} {key}"
+            config.per_class_ignores = dict(_id_lists(value, where))
+            for class_id, ids in config.per_class_ignores.items():
+                if not re.fullmatch(r"(?:[0-9A-Fa-f]{16}){1,2}", class_id.strip()):
+                    raise ConfigError(
+                        f"{where}: {class_id!r} is not a query ID (32 or 16 hex digits)"
+                    )
+                unknown = unknown_selectors(ids)
+                if unknown:
+                    raise ConfigError(f"{where}: unknown rule {unknown[0]!r}")
         elif rule is not None:
             here = _here(path, section, f"rules.{rule.id}")
             known = {o.name: o for o in rule.options}

@@ -28,8 +28,10 @@ from rules.suppress import (
 )
 
 NEEDS_TARGET = "needs a target server: --target mariadb-10.11|mysql-8.0|… or connection options"
-NEEDS_DIGEST = "needs digest statistics (govern digest)"
-NEEDS_SCRIPT = "needs the statements of a file in order"
+NEEDS_FULL_LOG = (
+    "needs a log of every statement (long_query_time = 0, no sampling or filter on "
+    "db/fingerprint): this digest's sequences and write counts are incomplete"
+)
 
 
 @dataclasses.dataclass
@@ -57,8 +59,14 @@ def build_ruleset(
     select_ids: Sequence[str] | None = None,
     ignore_ids: Iterable[str] = (),
     digest: bool = False,
+    full_log: bool = True,
 ) -> RuleSet:
-    """The config's selection (``select_ids`` replaces it, ``ignore_ids`` adds to it)."""
+    """The config's selection (``select_ids`` replaces it, ``ignore_ids`` adds to it).
+
+    Rules that need digest statistics do not apply to files and are left out of a
+    lint without a word; on a digest whose log is not complete (``full_log``),
+    the rules that need every statement are set aside with the reason.
+    """
     chosen = select(
         select_ids if select_ids is not None else config.select, [*config.ignore, *ignore_ids]
     )
@@ -68,9 +76,9 @@ def build_ruleset(
         if Need.TARGET in cls.needs and not has_target:
             skipped[cls.id] = NEEDS_TARGET
         elif Need.DIGEST in cls.needs and not digest:
-            skipped[cls.id] = NEEDS_DIGEST
-        elif Need.SCRIPT in cls.needs and digest:
-            skipped[cls.id] = NEEDS_SCRIPT
+            continue
+        elif Need.FULL_LOG in cls.needs and not full_log:
+            skipped[cls.id] = NEEDS_FULL_LOG
         else:
             rules.append(cls(config.options.get(cls.id), config.severities.get(cls.id)))
     return RuleSet(rules, skipped)
@@ -142,15 +150,16 @@ def check_source(
 def check_statement(
     statement: Statement, ruleset: RuleSet, ctx: Context, config: RulesConfig
 ) -> CheckResult:
-    """The rules over one subject, e.g. a digest class's sample query (issue 6).
+    """The rules over one subject, e.g. a digest class's sample query.
 
     Suppression comments inside the sample work as in a file, and
-    ``per-class-ignores`` of the config drop rules for the statement's class ID.
+    ``per-class-ignores`` of the config drop rules for the statement's class ID
+    (the 32-hex query ID or its last 16 hex digits, in any case).
     """
     raw: list[Finding] = []
     for rule in ruleset.statement_rules():
         raw.extend(rule.check(statement, ctx))
-    ignored = set(config.per_class_ignores.get(statement.class_id or "", ()))
+    ignored = config.ignored_for_class(statement.class_id)
     before = len(raw)
     raw = [f for f in raw if not any(f.rule_id.startswith(i.upper()) for i in ignored)]
     comments = [t for t in tokenize(statement.source.text) if t.kind is COMMENT]

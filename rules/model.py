@@ -38,8 +38,9 @@ class Need(StrEnum):
 
     SQL = "sql"  # the statement text (every static rule)
     TARGET = "target"  # the target server flavor and version (--target or a live server)
-    SCRIPT = "script"  # the statements around it, in order (a file)
-    DIGEST = "digest"  # digest statistics of a query class (issue 6)
+    SCRIPT = "script"  # statements in order: a file's, or a digest's runs on a connection
+    DIGEST = "digest"  # digest statistics of a query class (govern digest only)
+    FULL_LOG = "full-log"  # a slow log of every statement (long_query_time = 0, no sampling)
 
 
 @dataclasses.dataclass(frozen=True)

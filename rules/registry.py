@@ -40,6 +40,17 @@ def matches(selector: str, rule_id: str) -> bool:
     return selector == "ALL" or rule_id.startswith(selector)
 
 
+def parse_selectors(values: Iterable[str], option: str) -> list[str]:
+    """``--select QC,BATCH001 --select META`` → ["QC", "BATCH001", "META"], checked."""
+    from govern.errors import UsageError
+
+    ids = [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
+    unknown = unknown_selectors(ids)
+    if unknown:
+        raise UsageError(f"{option}: unknown rule {unknown[0]!r} (see 'govern rules')")
+    return ids
+
+
 def unknown_selectors(selectors: Iterable[str]) -> list[str]:
     ids = [r.id for r in all_rules()]
     return [s for s in selectors if not any(matches(s, rule_id) for rule_id in ids)]

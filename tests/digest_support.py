@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,11 +98,13 @@ WORKLOAD_SETUP = [
 ]
 
 
-def record_workload(server: Any, destination: Path) -> Path:
-    """Run a realistic mixed workload on the test server with every statement logged.
+def record_workload(
+    server: Any, destination: Path, workload: Callable[[Any], None] | None = None
+) -> Path:
+    """Run a workload (default: a realistic mix) on the test server, every statement logged.
 
-    Returns a copy of the slow log written meanwhile. Changes global variables,
-    and puts them back.
+    Returns a copy of the slow log written meanwhile. Changes global variables
+    (the query cache is on with DEMAND, long_query_time 0), and puts them back.
     """
     admin = server.connect()
     names = (
@@ -128,7 +131,7 @@ def record_workload(server: Any, destination: Path) -> Path:
     try:
         with admin.cursor() as cur:
             cur.execute("SET GLOBAL slow_query_log = ON")
-        _workload(server)
+        (workload or _workload)(server)
         time.sleep(0.5)  # an entry can land after the client has its result
     finally:
         with admin.cursor() as cur:
@@ -203,4 +206,128 @@ def _workload(server: Any) -> None:
             cur.execute("SELECT SQL_CACHE COUNT(*) FROM users WHERE country = 'GB'")
         cur.execute("DELETE FROM events WHERE id > 250")
     for conn in (app, web, root):
+        conn.close()
+
+
+# --- workloads that show (and do not show) each digest-time rule ---------------------------
+
+RULES_SETUP = [
+    "CREATE TABLE IF NOT EXISTS clicks (id INT AUTO_INCREMENT PRIMARY KEY, user_id INT,"
+    " kind VARCHAR(20), at DATETIME)",
+    "CREATE TABLE IF NOT EXISTS clicks_archive (id INT PRIMARY KEY, user_id INT,"
+    " kind VARCHAR(20), at DATETIME)",
+    "CREATE TABLE IF NOT EXISTS products (id INT PRIMARY KEY, name VARCHAR(40), price INT)",
+    "CREATE TABLE IF NOT EXISTS order_lines (id INT PRIMARY KEY, order_id INT,"
+    " product_id INT, KEY k_order (order_id))",
+    "CREATE TABLE IF NOT EXISTS customers (id INT PRIMARY KEY, name VARCHAR(40))",
+    "CREATE TABLE IF NOT EXISTS daily_totals (day DATE PRIMARY KEY, orders INT, revenue INT)",
+    "CREATE TABLE IF NOT EXISTS live_orders (id INT PRIMARY KEY, status VARCHAR(10), n INT)",
+]
+#: Rows per order in the N+1 scenario, orders read, and reads in the cache scenarios.
+LINES_PER_ORDER = 12
+ORDERS = 30
+CACHE_READS = 1200
+ARCHIVE_ROWS = 2000
+
+
+def rules_workload(server: Any) -> None:
+    """Each digest rule's anti-pattern next to its best practice, on separate classes.
+
+    * row-at-a-time: 300 single-row INSERTs into clicks on one connection; 350 more
+      rows upserted into clicks by govern.batch (100 rows a statement);
+    * oversized batches: the archive of clicks written as 2,000 rows in one INSERT;
+    * N+1: per order, its lines, then each line's product by key (30 × 12 lookups);
+      the same with one IN() read; and a customer lookup once per request;
+    * query cache: SQL_CACHE reads of a summary (daily_totals) that changes once, and
+      of live_orders while another connection updates it after every read; plain
+      reads of both, 1,200 each.
+    """
+    from govern.batch import select_in, upsert
+
+    setup = server.connect(database="app")
+    with setup.cursor() as cur:
+        cur.execute("SET SESSION sql_log_bin = 0")
+        for statement in RULES_SETUP:
+            cur.execute(statement)
+        for table in ("clicks", "clicks_archive", "products", "order_lines", "customers"):
+            cur.execute(f"DELETE FROM {table}")
+        cur.execute("DELETE FROM daily_totals")
+        cur.execute("DELETE FROM live_orders")
+        products = ", ".join(f"({i}, 'product {i}', {100 + i})" for i in range(1, 401))
+        cur.execute(f"INSERT INTO products (id, name, price) VALUES {products}")
+        lines = ", ".join(
+            f"({order * 100 + n}, {order}, {(order * 7 + n * 13) % 400 + 1})"
+            for order in range(1, ORDERS + 1)
+            for n in range(LINES_PER_ORDER)
+        )
+        cur.execute(f"INSERT INTO order_lines (id, order_id, product_id) VALUES {lines}")
+        cur.execute(
+            "INSERT INTO customers (id, name) VALUES "
+            + ", ".join(f"({i}, 'customer {i}')" for i in range(1, 201))
+        )
+        days = ", ".join(f"('2025-01-{d:02d}', {d * 10}, {d * 1000})" for d in range(1, 29))
+        cur.execute(f"INSERT INTO daily_totals (day, orders, revenue) VALUES {days}")
+        cur.execute(
+            "INSERT INTO live_orders (id, status, n) VALUES "
+            + ", ".join(f"({i}, 'new', 0)" for i in range(1, 11))
+        )
+    setup.close()
+
+    writer = server.connect(database="app")
+    batcher = server.connect(database="app")
+    for conn in (writer, batcher):
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION sql_log_bin = 0")
+    with writer.cursor() as cur:
+        for i in range(300):
+            cur.execute(
+                "INSERT INTO clicks (user_id, kind, at) VALUES (%s, %s, %s)",
+                (i % 40, "click", f"2025-01-06 09:{i // 60:02d}:{i % 60:02d}"),
+            )
+    rows = [
+        {"id": 1000 + n, "user_id": n % 40, "kind": "view", "at": "2025-01-06 10:00:00"}
+        for n in range(350)
+    ]  # batches of 100, 100, 100, 50
+    upsert(batcher, "clicks", rows, key="id")
+    with batcher.cursor() as cur:
+        archive = ", ".join(
+            f"({n}, {n % 40}, 'click', '2025-01-05 {n // 3600 % 24:02d}:{n // 60 % 60:02d}:00')"
+            for n in range(1, ARCHIVE_ROWS + 1)
+        )
+        cur.execute(f"INSERT INTO clicks_archive (id, user_id, kind, at) VALUES {archive}")
+
+    shop = server.connect("govern_app", database="app", tcp=True)
+    with shop.cursor() as cur:
+        for order in range(1, ORDERS + 1):  # N+1: a lookup per line
+            cur.execute("SELECT id, product_id FROM order_lines WHERE order_id = %s", (order,))
+            for _, product in cur.fetchall():
+                cur.execute("SELECT id, name, price FROM products WHERE id = %s", (product,))
+                cur.fetchall()
+    batched = server.connect("govern_app", database="app", tcp=True)
+    with batched.cursor() as cur:
+        for order in range(1, ORDERS + 1):  # the same reads, one IN() per order
+            cur.execute("SELECT id, product_id FROM order_lines WHERE order_id = %s", (order,))
+            keys = [product for _, product in cur.fetchall()]
+            list(select_in(batched, "products", "id", keys, columns=("id", "name", "price")))
+        for request in range(150):  # one customer per request: not a loop
+            cur.execute("SELECT id, name FROM customers WHERE id = %s", (request % 200 + 1,))
+            cur.execute("SELECT COUNT(*) FROM order_lines WHERE order_id = %s", (request % 30,))
+
+    reader = server.connect("govern_app", database="app", tcp=True)
+    updater = server.connect(database="app")
+    with updater.cursor() as cur:
+        cur.execute("SET SESSION sql_log_bin = 0")
+    with reader.cursor() as read, updater.cursor() as write:
+        for i in range(CACHE_READS):
+            day = f"2025-01-{i % 7 + 1:02d}"
+            read.execute(f"SELECT SQL_CACHE orders, revenue FROM daily_totals WHERE day = '{day}'")
+            read.execute(f"SELECT orders, revenue FROM daily_totals WHERE day = '{day}'")
+            read.execute(f"SELECT SQL_CACHE status, n FROM live_orders WHERE id = {i % 3 + 1}")
+            read.execute(f"SELECT status, n FROM live_orders WHERE id = {i % 3 + 1}")
+            write.execute("UPDATE live_orders SET n = n + 1 WHERE id = %s", (i % 3 + 1,))
+            if i == CACHE_READS // 2:  # the summary is rebuilt once
+                write.execute(
+                    "UPDATE daily_totals SET orders = orders + 1 WHERE day = '2025-01-01'"
+                )
+    for conn in (writer, batcher, shop, batched, reader, updater):
         conn.close()

@@ -23,11 +23,17 @@ def _event(thread: int, query: str, seconds: str = "0.001000") -> bytes:
 
 
 A = "INSERT INTO t (a) VALUES (1)"
+A3 = "INSERT INTO t (a) VALUES (1), (2), (3)"  # the same class as A (pt keeps one tuple)
 B = "UPDATE t SET a = 2 WHERE id = 3"
 
 
 def _sequence_log() -> bytes:
     order = [(1, A), (2, A), (1, A), (1, A), (2, B), (1, B), (2, B), (1, A), (3, B)]
+    return b"".join(_event(thread, query) for thread, query in order)
+
+
+def _single_row_log() -> bytes:
+    order = [(1, A), (2, A), (1, A), (1, A3), (2, A), (1, A), (2, A), (1, A), (4, A3)]
     return b"".join(_event(thread, query) for thread, query in order)
 
 
@@ -37,6 +43,7 @@ def _by_verb(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_runs_on_one_connection() -> None:
     classes = _by_verb(to_document(digest_bytes(_sequence_log())))
+    insert_id, update_id = classes["insert"]["id"], classes["update"]["id"]
     # Thread 1: A A A B A; thread 2: A B B; thread 3: B.
     assert {k: v for k, v in classes["insert"]["sequence"].items() if k != "p95_run"} == {
         "calls": 5,
@@ -47,6 +54,9 @@ def test_runs_on_one_connection() -> None:
         "median_run": 1,
         "connections": 2,
         "connections_exact": True,
+        "led_runs": 1,  # thread 1's last A follows a B; the other runs start a connection
+        "led_calls": 1,
+        "leads": [{"id": update_id, "runs": 1, "calls": 1}],
     }
     update = classes["update"]["sequence"]
     assert (update["calls"], update["runs"], update["repeated_calls"], update["longest_run"]) == (
@@ -56,16 +66,46 @@ def test_runs_on_one_connection() -> None:
         2,
     )
     assert update["connections"] == 3
+    assert update["leads"] == [{"id": insert_id, "runs": 2, "calls": 3}]
+    assert (update["led_runs"], update["led_calls"]) == (2, 3)
+
+
+def test_runs_of_single_row_writes() -> None:
+    (item,) = to_document(digest_bytes(_single_row_log()))["classes"]
+    # Thread 1: A A A3 A A; thread 2: A A A; thread 4: A3. One class, runs 5, 3, 1.
+    assert (item["sequence"]["runs"], item["sequence"]["longest_run"]) == (3, 5)
+    assert item["single_row_runs"] == {
+        "calls": 7,
+        "runs": 3,  # thread 1: A A | A A (A3 breaks it); thread 2: A A A
+        "repeated_calls": 7,
+        "longest_run": 3,
+        "mean_run": round(7 / 3, 3),
+    }
+
+
+def test_distinct_texts_of_reads() -> None:
+    log = b"".join(
+        _event(n % 3, f"SELECT a FROM t WHERE id = {n % 4}")
+        + _event(1, f"DELETE FROM t WHERE id = {n}")
+        for n in range(40)
+    )
+    classes = _by_verb(to_document(digest_bytes(log)))
+    assert classes["select"]["distinct_texts"] == {"count": 4, "exact": True}
+    assert classes["delete"]["distinct_texts"] is None  # writes: not counted
+    many = b"".join(_event(1, f"SELECT a FROM t WHERE id = {n}") for n in range(5000))
+    (item,) = to_document(digest_bytes(many))["classes"]
+    estimate = item["distinct_texts"]
+    assert not estimate["exact"] and abs(estimate["count"] - 5000) < 5000 * 0.2
 
 
 def test_runs_are_stitched_across_parallel_segments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "seq.log"
-    path.write_bytes(_sequence_log() * 7)
+    path.write_bytes((_sequence_log() + _single_row_log()) * 7)
     serial = govern_document(path, jobs=1)
     monkeypatch.setattr(runner, "PARALLEL_MINIMUM", 0)
-    for segment in (150, 400, 1000):
+    for segment in (150, 400, 700, 1000):
         assert govern_document(path, jobs=2, segment=segment) == serial
 
 

@@ -66,9 +66,11 @@ def test_examples_show_every_rule_firing() -> None:
     fired = {
         rule for path in EXAMPLES.rglob("*.sql") for _, ids, _ in _claims(path) for rule in ids
     }
+    from rules.model import Need
     from rules.registry import all_rules
 
-    missing = {r.id for r in all_rules()} - fired
+    # Rules that need digest statistics fire on examples/digest (tests/test_digest_rules_cli.py).
+    missing = {r.id for r in all_rules() if Need.DIGEST not in r.needs} - fired
     assert not missing, f"no example fires {sorted(missing)}"
 
 

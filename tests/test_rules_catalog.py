@@ -1,4 +1,9 @@
-"""The catalog: stable IDs, and every docstring example run (anti-pattern fires, best practice not)."""
+"""The catalog: stable IDs, and every docstring example run (anti-pattern fires, best practice not).
+
+SQL examples go through ``govern lint``'s pipeline; workload examples (``-- events:``
+lines, rules/eventlog.py) become slow logs that go through the digest engine and the
+digest rules.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 from govern.cli import cli
+from govern.digest.result import to_document
+from govern.digest.runner import digest_bytes
 from rules.base import Example
 from rules.config import RulesConfig
+from rules.digest import DigestRuleOptions, check_document
+from rules.eventlog import is_event_example, slow_log
 from rules.lint import LintOptions, lint_text
+from rules.model import Finding
 from rules.registry import all_rules, get_rule, select
 
 #: IDs are a contract (suppressions, baselines, configs name them): never renumber.
@@ -18,6 +28,8 @@ STABLE_IDS = [
     "QC003",
     "QC004",
     "QC005",
+    "QC006",
+    "QC007",
     "BATCH001",
     "BATCH002",
     "BATCH003",
@@ -26,6 +38,7 @@ STABLE_IDS = [
     "BATCH006",
     "BATCH007",
     "BATCH008",
+    "BATCH009",
     "META001",
     "META002",
     "META003",
@@ -62,17 +75,31 @@ def test_every_rule_documents_both_sides(rule: type) -> None:
 )
 def test_docstring_example(rule_id: str, kind: str, number: int, example: Example) -> None:
     config = RulesConfig(options={rule_id: dict(example.config)})
-    report = lint_text(example.sql, LintOptions(target=example.target, config=config))
-    mine = [f for f in report.findings if f.rule_id == rule_id]
+    mine: list[Finding]
+    if is_event_example(example.sql):
+        document = to_document(digest_bytes(slow_log(example.sql)))
+        report = check_document(document, DigestRuleOptions(target=example.target, config=config))
+        assert rule_id not in report.skipped, report.skipped[rule_id]
+        mine = [f for f in report.findings if f.rule_id == rule_id]
+        assert all(f.location.class_id for f in mine)
+    else:
+        lint = lint_text(example.sql, LintOptions(target=example.target, config=config))
+        mine = [f for f in lint.findings if f.rule_id == rule_id]
+        assert all(f.location.line is not None for f in mine)
     if kind == "Anti-pattern":
         assert mine, f"{rule_id} anti-pattern {number} did not fire:\n{example.sql}"
-        assert all(f.location.line is not None for f in mine)
     else:
         assert not mine, f"{rule_id} best practice {number} fired: {mine[0].message}"
 
 
 def test_selection_by_prefix_and_ignore() -> None:
-    assert [r.id for r in select(["QC00"], ["QC005"])] == ["QC001", "QC002", "QC003", "QC004"]
+    assert [r.id for r in select(["QC00"], ["QC005", "QC006"])] == [
+        "QC001",
+        "QC002",
+        "QC003",
+        "QC004",
+        "QC007",
+    ]
     assert [r.id for r in select(["meta"], [])] == ["META001", "META002", "META003"]
     assert get_rule("batch004") is not None and get_rule("XX001") is None
 

@@ -34,7 +34,22 @@ def test_per_class_ignores_and_comments_in_the_sample() -> None:
     assert _run(tagged, RulesConfig()) == []
 
 
-def test_script_rules_are_set_aside_for_digests_with_the_reason() -> None:
-    ruleset = build_ruleset(RulesConfig(), has_target=False, digest=True)
-    assert ruleset.skipped["BATCH008"] == "needs the statements of a file in order"
-    assert "QC003" in ruleset.skipped and "QC001" in ruleset.ids
+def test_which_rules_run_on_files_and_on_digests() -> None:
+    digest = build_ruleset(RulesConfig(), has_target=False, digest=True)
+    assert {"BATCH008", "BATCH009", "QC006", "QC007", "QC001"} <= digest.ids  # script rules too
+    assert "QC003" in digest.skipped
+    files = build_ruleset(RulesConfig(), has_target=False)
+    # Digest-only rules do not apply to files: neither run nor listed as not run.
+    assert not {"BATCH009", "QC006", "QC007"} & (files.ids | set(files.skipped))
+    assert "BATCH008" in files.ids
+    partial = build_ruleset(RulesConfig(), has_target=False, digest=True, full_log=False)
+    assert "BATCH009" in partial.skipped and "QC006" in partial.skipped
+    assert "long_query_time = 0" in partial.skipped["QC006"]
+    assert "QC007" in partial.ids and "BATCH008" in partial.ids
+
+
+def test_per_class_ignores_take_either_query_id_form() -> None:
+    full = "E169244287FDA87DA9E9DA544BF1B3F3"
+    for key in (full, full[-16:], full.lower()):
+        config = RulesConfig(per_class_ignores={key: ["QC001"]})
+        assert _run(SAMPLE, config, class_id=full) == []

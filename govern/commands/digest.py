@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from govern.cli_options import state_option
 from govern.digest.filters import parse_filters, parse_time
-from govern.digest.result import Digest, from_document, merge_digests, parse_order_by, to_document
+from govern.digest.result import (
+    Digest,
+    from_document,
+    full_document,
+    limit_classes,
+    merge_digests,
+    parse_order_by,
+)
 from govern.digest.runner import DigestOptions, digest_paths
-from govern.errors import UsageError
+from govern.errors import EXIT_FINDINGS, UsageError
 from govern.output import print_json, warn
 
+if TYPE_CHECKING:
+    from rules.digest import DigestRuleOptions
+
 _FORMATS = ("text", "json", "md", "html")
+_SEVERITIES = ("info", "warning", "error")
 
 
 def _report_options(command: Any) -> Any:
@@ -72,6 +85,102 @@ def _report_options(command: Any) -> Any:
     return command
 
 
+def _with_rule_options(command: Any) -> Any:
+    """The rules' options, handed to ``command`` as one ``rule_options`` (None: --no-rules)."""
+
+    @functools.wraps(command)
+    def wrapper(
+        *args: Any,
+        run_rules: bool,
+        select: tuple[str, ...],
+        ignore: tuple[str, ...],
+        target: str | None,
+        config_path: str | None,
+        fail_on: str | None,
+        **kwargs: Any,
+    ) -> Any:
+        options = _rule_options(run_rules, select, ignore, target, config_path, fail_on)
+        return command(*args, rule_options=options, **kwargs)
+
+    for option in reversed(
+        [
+            click.option(
+                "--rules/--no-rules",
+                "run_rules",
+                default=True,
+                show_default=True,
+                help="Run the rule catalog over the classes (findings next to each class).",
+            ),
+            click.option(
+                "--select",
+                multiple=True,
+                metavar="IDS",
+                help="Only these rules (IDs or prefixes, comma-separated).",
+            ),
+            click.option(
+                "--ignore", multiple=True, metavar="IDS", help="Skip these rules (IDs or prefixes)."
+            ),
+            click.option(
+                "--target",
+                metavar="NAME",
+                help="Server the log comes from, for rules that need it: mariadb-10.11, "
+                "mysql-8.0, mysql-5.7 … [default: the config's target].",
+            ),
+            click.option(
+                "--config",
+                "config_path",
+                type=click.Path(dir_okay=False, exists=True),
+                help="Rules config (govern.toml or pyproject.toml) [default: the nearest "
+                "one from the working directory].",
+            ),
+            click.option(
+                "--fail-on",
+                type=click.Choice(_SEVERITIES),
+                help="Exit 1 when a finding reaches this severity (CI gates).",
+            ),
+        ]
+    ):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def _rule_options(
+    run_rules: bool,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    target: str | None,
+    config_path: str | None,
+    fail_on: str | None,
+) -> DigestRuleOptions | None:
+    """What the rule options ask for; None with --no-rules."""
+    if not run_rules:
+        given = [
+            name
+            for name, value in (
+                ("--select", select),
+                ("--ignore", ignore),
+                ("--target", target),
+                ("--config", config_path),
+                ("--fail-on", fail_on),
+            )
+            if value
+        ]
+        if given:
+            raise UsageError(f"{given[0]} has no effect with --no-rules")
+        return None
+    from rules.digest import DigestRuleOptions
+    from rules.model import Severity
+    from rules.registry import parse_selectors
+
+    return DigestRuleOptions(
+        select=parse_selectors(select, "--select") if select else None,
+        ignore=parse_selectors(ignore, "--ignore"),
+        target=target,
+        config=Path(config_path) if config_path else None,
+        fail_on=Severity(fail_on) if fail_on else None,
+    )
+
+
 class _DigestCommand(click.Command):
     """``govern digest merge|compare …`` are those commands; anything else digests logs."""
 
@@ -91,6 +200,7 @@ class _DigestCommand(click.Command):
 @click.command(cls=_DigestCommand)
 @click.argument("inputs", nargs=-1, metavar="FILE…")
 @_report_options
+@_with_rule_options
 @click.option(
     "--since", metavar="TIME", help="Only events at or after TIME (log time, or 2h, 7d…)."
 )
@@ -123,12 +233,15 @@ def digest(
     output: str,
     window_files: tuple[str, ...],
     state_path: str | None,
+    rule_options: DigestRuleOptions | None,
 ) -> None:
     """Group slow-log events into query classes and report what costs the most.
 
     FILE may be a slow log from MySQL 5.0-8.x, Percona Server or MariaDB, a
     glob, - for stdin, or a gzip, bzip2 or xz file. Classes use
-    pt-query-digest's fingerprints and query IDs.
+    pt-query-digest's fingerprints and query IDs. The rule catalog (govern
+    rules) runs over each class: its sample query, and its runtime evidence
+    (row-at-a-time writes, N+1 reads, oversized batches, query-cache policy).
 
     \b
     Merge saved JSON digests (several hosts or days, valid percentiles):
@@ -138,7 +251,8 @@ def digest(
     A page with charts and govern run's blind windows shaded:
       govern digest FILE --format html -o report.html
 
-    Exit codes: 0 ok, 2 bad option or unreadable input.
+    Exit codes: 0 ok, 1 findings at or above --fail-on, 2 bad option, config
+    or unreadable input.
     """
     parse_order_by(order_by)
     options = DigestOptions(
@@ -154,12 +268,13 @@ def digest(
     _check_output(output_format, output, window_files)
     result = digest_paths(list(inputs), options)
     _warn_about_inputs(result)
-    _emit(result, output_format, top, output, window_files, state_path)
+    _emit(result, output_format, top, rule_options, output, window_files, state_path)
 
 
 @click.command()
 @click.argument("documents", nargs=-1, metavar="DIGEST.json…")
 @_report_options
+@_with_rule_options
 def merge(
     documents: tuple[str, ...],
     output_format: str,
@@ -169,12 +284,14 @@ def merge(
     output: str,
     window_files: tuple[str, ...],
     state_path: str | None,
+    rule_options: DigestRuleOptions | None,
 ) -> None:
     """Merge saved digests (govern digest --format json) into one report.
 
     Classes join on their query ID; counts, sums and sketches add up, so the
     merged percentiles are as good as a digest of all the logs at once. Use
-    --host when saving each digest to see the top servers per class.
+    --host when saving each digest to see the top servers per class. The
+    rules run again over the merged classes.
     """
     parse_order_by(order_by)
     _check_output(output_format, output, window_files)
@@ -188,7 +305,7 @@ def merge(
                 "the merge misses them"
             )
     merged = merge_digests(digests, max_classes=max_classes, order_by=order_by)
-    _emit(merged, output_format, top, output, window_files, state_path)
+    _emit(merged, output_format, top, rule_options, output, window_files, state_path)
 
 
 def _load(name: str) -> Digest:
@@ -234,10 +351,20 @@ def _emit(
     result: Digest,
     output_format: str,
     top: int | None,
+    rule_options: DigestRuleOptions | None,
     output: str = "-",
     window_files: tuple[str, ...] = (),
     state_path: str | None = None,
 ) -> None:
+    """Write the report; exit 1 when the rules found something at --fail-on or above."""
+    document = full_document(result)
+    exit_code = 0
+    if rule_options is not None:
+        from rules.digest import check_document
+
+        report = check_document(document, rule_options)
+        report.annotate(document)
+        exit_code = report.exit_code
     if output_format == "html":
         from govern.html.page import write_page
         from govern.reports.digest_govern import from_govern
@@ -246,24 +373,20 @@ def _emit(
 
         windows = windows_from_state_file(state_path) + load_windows(window_files)
         names = ", ".join(source.name for source in result.sources)
-        page = digest_report(
-            from_govern(names, to_document(result)), windows=windows, top=top or 20
-        )
+        page = digest_report(from_govern(names, document), windows=windows, top=top or 20)
         write_page(page, output)
-        return
-    if output_format == "json":
-        print_json(to_document(result, top=top))
-        return
-    document = to_document(result)
-    shown = top if top is not None else 20
-    if output_format == "md":
+    elif output_format == "json":
+        print_json(limit_classes(document, top))
+    elif output_format == "md":
         from govern.reports import markdown
 
-        markdown.render(document, sys.stdout, top=shown)
+        markdown.render(document, sys.stdout, top=top if top is not None else 20)
     else:
         from govern.reports import text
 
-        text.render(document, top=shown)
+        text.render(document, top=top if top is not None else 20)
+    if exit_code:
+        raise SystemExit(EXIT_FINDINGS)
 
 
 def _compare() -> click.Command:

@@ -14,14 +14,19 @@ merge:
   are counted as "unknown" and get the previous range's last value on merge.
 * Runs of one class on one connection (the batching facts): the first and the
   open last run of each connection in a range are kept aside and stitched to
-  the neighbouring ranges' runs on merge.
+  the neighbouring ranges' runs on merge. A run's *lead* (the class that ran
+  just before it on the connection) is known inside a range except for the
+  first run of each connection, which learns it on merge. Runs of single-row
+  writes of one class are followed the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from govern import sketch
+from govern.fingerprint import query_id
 
 #: Query_time histogram bucket lower bounds, micro-units: 1us 10us 100us 1ms 10ms 100ms 1s 10s+
 HISTOGRAM_BOUNDS = (10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
@@ -33,6 +38,16 @@ SAMPLE_LIMIT = 64 * 1024
 #: Distinct values kept per string attribute and class; further values count as "(other)".
 DISTINCT_LIMIT = 1000
 OTHER_VALUE = "(other)"
+
+#: Leading classes kept per class (by query ID); further leads count under "(other)".
+LEADS_LIMIT = 100
+
+#: A run on one connection: (key, calls, lead). The key is the fingerprint (for runs
+#: of single-row writes: the fingerprint of a single-row write, None for any other
+#: event). The lead is the fingerprint of the event before the run on that connection,
+#: or None when nothing came before it (in a range's first run of a connection: not
+#: known yet, settled on merge).
+OpenRun = tuple[bytes | None, int, bytes | None]
 
 
 def histogram_index(micro: int) -> int:
@@ -117,6 +132,8 @@ class Runs:
     repeated_calls: int = 0  # events in runs of two or more
     longest: int = 0
     lengths: dict[int, int] = field(default_factory=dict)  # sketch of run lengths
+    #: Runs that followed another class on their connection: lead's query ID -> [runs, calls].
+    leads: dict[str, list[int]] = field(default_factory=dict)
 
     def close(self, length: int, times: int = 1) -> None:
         """``times`` runs of ``length`` calls each have ended."""
@@ -129,12 +146,26 @@ class Runs:
         key = sketch.bucket_key(length)
         self.lengths[key] = self.lengths.get(key, 0) + times
 
+    def add_lead(self, lead: str, runs: int, calls: int) -> None:
+        """``runs`` runs (``calls`` calls in all) followed class ``lead`` on their connection."""
+        leads = self.leads
+        if lead not in leads and len(leads) >= LEADS_LIMIT:
+            lead = OTHER_VALUE
+        held = leads.get(lead)
+        if held is None:
+            leads[lead] = [runs, calls]
+        else:
+            held[0] += runs
+            held[1] += calls
+
     def merge(self, other: Runs) -> None:
         self.runs += other.runs
         self.calls += other.calls
         self.repeated_calls += other.repeated_calls
         self.longest = max(self.longest, other.longest)
         sketch.merge_into(self.lengths, other.lengths)
+        for lead, (runs, calls) in other.leads.items():
+            self.add_lead(lead, runs, calls)
 
 
 @dataclass(slots=True)
@@ -179,7 +210,9 @@ class ClassAgg:
     histogram: list[int] = field(default_factory=lambda: [0] * (len(HISTOGRAM_BOUNDS) + 1))
     sample: Sample | None = None
     runs: Runs = field(default_factory=Runs)
+    single_runs: Runs = field(default_factory=Runs)  # runs of its single-row writes
     connections: set[int] = field(default_factory=set)  # sketch.distinct_* of hashes
+    texts: set[int] = field(default_factory=set)  # distinct statement texts (reads)
     fit: Fit = field(default_factory=Fit)
     unknown_db: int = 0  # events waiting for the db of the previous range
     unknown_ts: bool = False  # had events waiting for the ts of the previous range
@@ -223,7 +256,9 @@ class ClassAgg:
         if other.sample is not None:
             self.offer_sample(other.sample)
         self.runs.merge(other.runs)
+        self.single_runs.merge(other.single_runs)
         sketch.distinct_merge(self.connections, other.connections)
+        sketch.distinct_merge(self.texts, other.texts)
         self.fit.merge(other.fit)
 
 
@@ -236,6 +271,18 @@ class Malformed:
 
 #: How many malformed events are kept with their place (all are counted).
 MALFORMED_KEPT = 10
+
+
+@dataclass
+class OpenRuns:
+    """Runs still open at an end of a part, per connection: one run open at both ends
+    (``whole``), or a first run open at its start (``heads``) and a last run open at
+    its end (``tails``). The leads of whole and head runs are None: what came before
+    the part decides them."""
+
+    whole: dict[int, OpenRun] = field(default_factory=dict)
+    heads: dict[int, OpenRun] = field(default_factory=dict)
+    tails: dict[int, OpenRun] = field(default_factory=dict)
 
 
 @dataclass
@@ -258,10 +305,9 @@ class Partial:
     # Query_time in micro-units]; events before this part's first ts wait in minutes_unknown.
     minutes: dict[str, list[int]] = field(default_factory=dict)
     minutes_unknown: list[int] = field(default_factory=lambda: [0, 0])
-    # Runs still open at an end of this part, per connection: (fingerprint, length).
-    run_whole: dict[int, tuple[bytes, int]] = field(default_factory=dict)
-    run_heads: dict[int, tuple[bytes, int]] = field(default_factory=dict)
-    run_tails: dict[int, tuple[bytes, int]] = field(default_factory=dict)
+    # Runs of a class, and runs of a class's single-row writes, open at an end.
+    open_runs: OpenRuns = field(default_factory=OpenRuns)
+    open_single: OpenRuns = field(default_factory=OpenRuns)
 
     def note_malformed(self, file: int, line: int, reason: str) -> None:
         self.malformed += 1
@@ -294,7 +340,8 @@ def merge(left: Partial, right: Partial, *, max_classes: int) -> Partial:
             left.classes[fingerprint] = agg
     if right.other is not None:
         _fold_into_other(left, right.other)
-    _stitch_runs(left, right)
+    _stitch(left.open_runs, right.open_runs, lambda run: close_run(left, run))
+    _stitch(left.open_single, right.open_single, lambda run: close_single_run(left, run))
     add_minutes(left.minutes, right.minutes)
     left.events += right.events
     left.filtered += right.filtered
@@ -372,63 +419,84 @@ def cap_classes(partial: Partial, max_classes: int) -> None:
         _fold_into_other(partial, agg)
 
 
-def _runs_of(partial: Partial, fingerprint: bytes) -> Runs:
-    """Where a run of ``fingerprint`` is recorded: its class, or other once folded."""
+def _class_of(partial: Partial, fingerprint: bytes) -> ClassAgg:
+    """Where a run of ``fingerprint`` is counted: its class, or other once folded."""
     agg = partial.classes.get(fingerprint)
     if agg is None:
         if partial.other is None:
             partial.other = ClassAgg(b"")
         agg = partial.other
-    return agg.runs
+    return agg
 
 
-def _stitch_runs(left: Partial, right: Partial) -> None:
+def close_run(partial: Partial, run: OpenRun) -> None:
+    """Count a finished run in its class, with its lead."""
+    fingerprint, length, lead = run
+    assert fingerprint is not None
+    runs = _class_of(partial, fingerprint).runs
+    runs.close(length)
+    if lead is not None:
+        runs.add_lead(query_id(lead), 1, length)
+
+
+def close_single_run(partial: Partial, run: OpenRun) -> None:
+    """Count a finished run of single-row writes (runs of anything else are not kept)."""
+    if run[0] is not None:
+        _class_of(partial, run[0]).single_runs.close(run[1])
+
+
+def _stitch(left: OpenRuns, right: OpenRuns, close: Callable[[OpenRun], None]) -> None:
     """Join ``left``'s open last runs to ``right``'s first runs, connection by connection.
 
-    Per connection a part holds either one run open at both ends (``run_whole``)
-    or a first run open at its start (``run_heads``) and a last run open at its
-    end (``run_tails``); the runs in between are already closed and counted.
+    The runs in between are already closed and counted. ``right``'s first run
+    follows ``left``'s last one: it continues it (same key: the joined run keeps
+    the left run's lead) or is led by it.
     """
-    for thread in right.run_whole.keys() | right.run_heads.keys():
-        whole_right = right.run_whole.get(thread)
-        first_right = whole_right or right.run_heads[thread]
-        whole_left = left.run_whole.pop(thread, None)
-        last_left = whole_left or left.run_tails.pop(thread, None)
+    for thread in right.whole.keys() | right.heads.keys():
+        whole_right = right.whole.get(thread)
+        first_right = whole_right or right.heads[thread]
+        whole_left = left.whole.pop(thread, None)
+        last_left = whole_left or left.tails.pop(thread, None)
         if last_left is None:  # the connection first appears in right
             if whole_right:
-                left.run_whole[thread] = whole_right
+                left.whole[thread] = whole_right
             else:
-                left.run_heads[thread] = first_right
-                left.run_tails[thread] = right.run_tails[thread]
+                left.heads[thread] = first_right
+                left.tails[thread] = right.tails[thread]
             continue
         if whole_left:
-            left.run_heads[thread] = whole_left
+            left.heads[thread] = whole_left
         if last_left[0] == first_right[0]:
-            joined = (first_right[0], last_left[1] + first_right[1])
+            joined = (first_right[0], last_left[1] + first_right[1], last_left[2])
             if whole_right:
                 if whole_left:
-                    del left.run_heads[thread]
-                    left.run_whole[thread] = joined
+                    del left.heads[thread]
+                    left.whole[thread] = joined
                 else:
-                    left.run_tails[thread] = joined
+                    left.tails[thread] = joined
                 continue
             if whole_left:
-                left.run_heads[thread] = joined
+                left.heads[thread] = joined
             else:
-                _runs_of(left, joined[0]).close(joined[1])
+                close(joined)
         else:
             if not whole_left:
-                _runs_of(left, last_left[0]).close(last_left[1])
+                close(last_left)
+            led = (first_right[0], first_right[1], last_left[0])
             if whole_right:
-                left.run_tails[thread] = whole_right
+                left.tails[thread] = led
                 continue
-            _runs_of(left, first_right[0]).close(first_right[1])
-        left.run_tails[thread] = right.run_tails[thread]
+            close(led)
+        left.tails[thread] = right.tails[thread]
 
 
 def close_runs(partial: Partial) -> None:
-    """End of input: every open run ends."""
-    for table in (partial.run_whole, partial.run_heads, partial.run_tails):
-        for fingerprint, length in table.values():
-            _runs_of(partial, fingerprint).close(length)
-        table.clear()
+    """End of input: every open run ends (a connection's first run had no lead)."""
+    for open_runs, close in (
+        (partial.open_runs, close_run),
+        (partial.open_single, close_single_run),
+    ):
+        for table in (open_runs.whole, open_runs.heads, open_runs.tails):
+            for run in table.values():
+                close(partial, run)
+            table.clear()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import re
 import zlib
 from collections import Counter
@@ -33,7 +34,7 @@ from govern.digest.aggregate import (
     histogram_index,
 )
 from govern.digest.filters import Filters
-from govern.fingerprint import cache_key, fingerprint_many
+from govern.fingerprint import cache_key, fingerprint_many, query_id
 from govern.slowlog import RawEvent, Record, parse_record, read_records
 
 #: Attributes that are not workload measures (pt's --ignore-attributes, and a few more).
@@ -57,6 +58,8 @@ _TUPLE_SEPARATOR = re.compile(rb"\)\s*,\s*\(")
 #: Statements whose rows per statement and per-statement overhead matter (batching).
 _WRITE = re.compile(rb"(?:insert|replace|update|delete)\b")
 _READ, _OTHER_WRITE, _INSERT = 0, 1, 2
+#: Rows_affected of a single-row UPDATE/DELETE (events without it are not single-row).
+_ONE = frozenset({b"0", b"1"})
 #: A fingerprint of INSERT/REPLACE … VALUES (…): its statements carry rows we can count.
 _INSERT_VALUES = re.compile(rb"(?:insert|replace)\b(?:(?!\bselect\b).)*?\bvalues?\s*\(", re.S)
 
@@ -74,6 +77,7 @@ _FINGERPRINT_CACHE_LIMIT = 50_000
 _FINGERPRINTS: dict[bytes, bytes] = {}  # cache_key(statement) -> fingerprint
 _VALUE_TYPES: dict[bytes, tuple[int, int]] = {}  # attribute value -> classify(value)
 _TEXTS: dict[bytes, str] = {}  # bytes -> decoded text
+_IDS: dict[bytes, str] = {}  # fingerprint -> query ID (run leads)
 
 
 def micro_units(raw: bytes) -> int | None:
@@ -176,10 +180,15 @@ class Digester:
         self.pending: dict[bytes | None, tuple[ClassAgg, list[Row], int]] = {}
         self.kinds: dict[bytes, int] = {}  # fingerprint -> _READ, _OTHER_WRITE or _INSERT
         self.kept_class: dict[bytes, bool] = {}
-        # connection -> [fingerprint, length, class] of its current run
+        # connection -> [fingerprint, length, class, lead] of its current run (lead: the
+        # fingerprint before it on the connection; None for a connection's first run here)
         self.current_run: dict[bytes, list[object]] = {}
-        self.first_run: dict[bytes, tuple[bytes, int]] = {}
-        self.closed_runs: list[tuple[ClassAgg, int]] = []
+        self.first_run: dict[bytes, tuple[bytes, int, None]] = {}
+        self.closed_runs: list[tuple[ClassAgg, int, bytes]] = []
+        # The same for runs of single-row writes (key None: any other event).
+        self.current_single: dict[bytes, list[object]] = {}
+        self.first_single: dict[bytes, tuple[bytes | None, int, None]] = {}
+        self.closed_single: list[tuple[ClassAgg, int]] = []
         self.run_starts: dict[bytes, tuple[ClassAgg, set[bytes]]] = {}  # by fingerprint
         self.sample_offsets: list[tuple[Sample, int]] = []
         self.malformed_offsets: list[tuple[int, str]] = []
@@ -236,6 +245,9 @@ class Digester:
         first_run = self.first_run
         closed_runs = self.closed_runs
         run_starts = self.run_starts
+        current_single = self.current_single
+        first_single = self.first_single
+        closed_single = self.closed_single
         filtering = (
             options.since is not None or options.until is not None or options.filters is not None
         )
@@ -297,31 +309,44 @@ class Digester:
             if not db_known and db is None:
                 agg.unknown_db += 1
             arg = event.arg
+            kind = held[2]
+            tuples = _count_tuples(arg) if kind == _INSERT else 0
             held[1].append(
-                (
-                    attributes,
-                    db,
-                    event.user,
-                    event.host,
-                    len(arg),
-                    ts,
-                    _count_tuples(arg) if held[2] == _INSERT else 0,
-                    record.offset,
-                    arg,
-                )
+                (attributes, db, event.user, event.host, len(arg), ts, tuples, record.offset, arg)
             )
             thread = event.thread or attributes.get(b"Thread_id")
             if thread is not None:
+                # Runs of single-row writes: any other event ends them (key None; the
+                # length of such a run is never used, so it is not counted).
+                if kind == _READ:
+                    key = None
+                elif kind == _INSERT:
+                    key = fp if tuples == 1 else None
+                else:
+                    key = fp if attributes.get(b"Rows_affected") in _ONE else None
+                run = current_single.get(thread)
+                if run is None or run[0] != key:
+                    if run is not None:
+                        if thread in first_single:
+                            if run[0] is not None:
+                                closed_single.append((run[2], run[1]))  # type: ignore[arg-type]
+                        else:
+                            first_single[thread] = (run[0], run[1], None)  # type: ignore[assignment]
+                    current_single[thread] = [key, 1, agg]
+                elif key is not None:
+                    run[1] += 1  # type: ignore[operator]
                 run = current_run.get(thread)
+                lead = None
                 if run is not None:
                     if run[0] == fp:
                         run[1] += 1  # type: ignore[operator]
                         continue
                     if thread in first_run:
-                        closed_runs.append((run[2], run[1]))  # type: ignore[arg-type]
+                        closed_runs.append((run[2], run[1], run[3]))  # type: ignore[arg-type]
                     else:
-                        first_run[thread] = (run[0], run[1])  # type: ignore[assignment]
-                current_run[thread] = [fp, 1, agg]
+                        first_run[thread] = (run[0], run[1], None)  # type: ignore[assignment]
+                    lead = run[0]
+                current_run[thread] = [fp, 1, agg, lead]
                 starts = run_starts.get(fp)
                 if starts is None:
                     starts = run_starts[fp] = (agg, set())
@@ -447,6 +472,8 @@ class Digester:
                 metric.add_many(
                     [(n * 1_000_000, times) for n, times in Counter(values_rows).items()]
                 )
+            if statement_kind == _READ:
+                _add_texts(agg.texts, _args)
             if query_times:
                 if statement_kind != _READ:
                     self._fit(agg, attributes, values_rows, query_times)
@@ -457,23 +484,50 @@ class Digester:
         self._flush_runs()
 
     def _flush_runs(self) -> None:
-        """Count closed run lengths per class, and remember which connections ran it."""
-        by_class: dict[int, tuple[ClassAgg, list[int]]] = {}
-        for agg, length in self.closed_runs:
+        """Count closed run lengths and leads per class, and which connections ran it."""
+        by_class: dict[int, tuple[ClassAgg, list[int], dict[bytes, list[int]]]] = {}
+        for agg, length, lead in self.closed_runs:
             held = by_class.get(id(agg))
             if held is None:
-                held = by_class[id(agg)] = (agg, [])
+                held = by_class[id(agg)] = (agg, [], {})
             held[1].append(length)
-        for agg, lengths in by_class.values():
+            tally = held[2].get(lead)
+            if tally is None:
+                held[2][lead] = [1, length]
+            else:
+                tally[0] += 1
+                tally[1] += length
+        for agg, lengths, leads in by_class.values():
             for length, times in Counter(lengths).items():
                 agg.runs.close(length, times)
+            for lead, (runs, calls) in leads.items():
+                agg.runs.add_lead(self._query_id(lead), runs, calls)
         self.closed_runs.clear()
+        singles: dict[int, tuple[ClassAgg, list[int]]] = {}
+        for agg, length in self.closed_single:
+            held_single = singles.get(id(agg))
+            if held_single is None:
+                held_single = singles[id(agg)] = (agg, [])
+            held_single[1].append(length)
+        for agg, lengths in singles.values():
+            for length, times in Counter(lengths).items():
+                agg.single_runs.close(length, times)
+        self.closed_single.clear()
         salt = self.server_salt
         for agg, threads in self.run_starts.values():
             for thread in threads:
                 number = int(thread) if thread.isdigit() else zlib.crc32(thread)
                 sketch.distinct_add(agg.connections, sketch.mix64(number + salt))
         self.run_starts.clear()
+
+    @staticmethod
+    def _query_id(fp: bytes) -> str:
+        found = _IDS.get(fp)
+        if found is None:
+            if len(_IDS) > _FINGERPRINT_CACHE_LIMIT:
+                _IDS.clear()
+            found = _IDS[fp] = query_id(fp)
+        return found
 
     def _fit(
         self,
@@ -553,15 +607,19 @@ class Digester:
         """Close the range: open runs, context, line numbers (from ``lines`` if given)."""
         self._flush()
         partial = self.partial
-        for thread, (fp, length, _) in self.current_run.items():
-            number = int(thread) if thread.isdigit() else zlib.crc32(thread)
-            run = (fp, length)
-            first = self.first_run.get(thread)
-            if first is None:
-                partial.run_whole[number] = run  # type: ignore[assignment]
-            else:
-                partial.run_heads[number] = first
-                partial.run_tails[number] = run  # type: ignore[assignment]
+        for current, firsts, open_runs in (
+            (self.current_run, self.first_run, partial.open_runs),
+            (self.current_single, self.first_single, partial.open_single),
+        ):
+            for thread, (key, length, *rest) in current.items():
+                number = int(thread) if thread.isdigit() else zlib.crc32(thread)
+                run = (key, length, rest[1] if len(rest) > 1 else None)
+                first = firsts.get(thread)
+                if first is None:
+                    open_runs.whole[number] = run  # type: ignore[assignment]
+                else:
+                    open_runs.heads[number] = first
+                    open_runs.tails[number] = run  # type: ignore[assignment]
         partial.ts_seen = self.ts_known
         partial.db_seen = self.db_known
         partial.last_ts = self.last_ts if self.ts_known else None
@@ -603,6 +661,16 @@ def _label(name: bytes) -> str:
 def _show(raw: bytes) -> str:
     text = raw[:40].decode("utf-8", "backslashreplace")
     return text + ("…" if len(raw) > 40 else "")
+
+
+def text_hash(statement: bytes) -> int:
+    """A statement text's 64-bit hash: BLAKE2b with an 8-byte digest, little-endian."""
+    return int.from_bytes(hashlib.blake2b(statement, digest_size=8).digest(), "little")
+
+
+def _add_texts(kept: set[int], statements: Sequence[bytes]) -> None:
+    """Count the distinct statement texts of a read class (the query cache's key)."""
+    sketch.distinct_add_many(kept, [text_hash(s) for s in set(statements)])
 
 
 def _count_tuples(arg: bytes) -> int:

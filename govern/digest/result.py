@@ -17,6 +17,7 @@ from typing import Any
 from govern import __version__, sketch
 from govern.digest.aggregate import (
     HISTOGRAM_LABELS,
+    OTHER_VALUE,
     ClassAgg,
     Fit,
     Metric,
@@ -32,6 +33,8 @@ from govern.fingerprint import decode, query_id, short_id
 SCHEMA = "govern.digest"
 SCHEMA_VERSION = 1
 ORDER_FUNCTIONS = ("sum", "max", "min", "avg", "cnt")
+#: Leading classes listed per class in ``sequence.leads`` (``state`` keeps them all).
+LEADS_SHOWN = 5
 QUANTILES = (("median", 0.5), ("p95", 0.95), ("p99", 0.99))
 
 
@@ -198,8 +201,39 @@ def sequence_figures(agg: ClassAgg) -> dict[str, Any]:
         "p95_run": sketch.quantile(runs.lengths, 0.95, 1, runs.longest) if runs.runs else None,
         "connections": connections,
         "connections_exact": exact,
+        "led_runs": sum(runs for runs, _ in runs.leads.values()),
+        "led_calls": sum(calls for _, calls in runs.leads.values()),
+        "leads": [
+            {"id": lead, "runs": counts[0], "calls": counts[1]}
+            for lead, counts in sorted(
+                ((k, v) for k, v in runs.leads.items() if k != OTHER_VALUE),
+                key=lambda item: (-item[1][1], item[0]),
+            )[:LEADS_SHOWN]
+        ],
     }
     return figures
+
+
+def single_row_runs(agg: ClassAgg) -> dict[str, Any] | None:
+    """Writes only: runs of the class's single-row statements on one connection."""
+    if not _writes(agg.fingerprint):
+        return None
+    runs = agg.single_runs
+    return {
+        "calls": runs.calls,
+        "runs": runs.runs,
+        "repeated_calls": runs.repeated_calls,
+        "longest_run": runs.longest,
+        "mean_run": round(runs.calls / runs.runs, 3) if runs.runs else None,
+    }
+
+
+def distinct_texts(agg: ClassAgg) -> dict[str, Any] | None:
+    """Distinct statement texts of a read class (what the query cache keys on)."""
+    if not agg.texts:
+        return None
+    count, exact = sketch.distinct_count(agg.texts)
+    return {"count": count, "exact": exact}
 
 
 def overhead_figures(agg: ClassAgg) -> dict[str, Any]:
@@ -251,9 +285,12 @@ def class_document(
             "truncated": sample.truncated,
         },
         "sequence": sequence_figures(agg),
+        "single_row_runs": single_row_runs(agg),
+        "distinct_texts": distinct_texts(agg),
         "rows_per_statement": rows_per_statement(agg),
         "overhead": overhead_figures(agg),
         "tables": tables(fingerprint),
+        "findings": [],  # filled by the digest rules (rules.digest), if they run
         "state": state_document(agg),
     }
     return document
@@ -273,17 +310,37 @@ def state_document(agg: ClassAgg) -> dict[str, Any]:
             }
             for name, m in sorted(agg.metrics.items())
         },
-        "runs": {
-            "runs": agg.runs.runs,
-            "calls": agg.runs.calls,
-            "repeated_calls": agg.runs.repeated_calls,
-            "longest": agg.runs.longest,
-            "lengths": sketch.to_pairs(agg.runs.lengths),
-        },
+        "runs": _runs_state(agg.runs)
+        | {"leads": {lead: list(agg.runs.leads[lead]) for lead in sorted(agg.runs.leads)}},
+        "single_runs": _runs_state(agg.single_runs),
         "connections": [f"{value:016x}" for value in sorted(agg.connections)],
+        "texts": [f"{value:016x}" for value in sorted(agg.texts)],
         "fit": [agg.fit.n, agg.fit.sx, agg.fit.sy, agg.fit.sxx, agg.fit.sxy],
         "sample_query_time": agg.sample.query_time if agg.sample else None,
     } | _raw_fingerprint(agg.fingerprint)
+
+
+def _runs_state(runs: Runs) -> dict[str, Any]:
+    return {
+        "runs": runs.runs,
+        "calls": runs.calls,
+        "repeated_calls": runs.repeated_calls,
+        "longest": runs.longest,
+        "lengths": sketch.to_pairs(runs.lengths),
+    }
+
+
+def _runs_from(state: dict[str, Any] | None) -> Runs:
+    if not state:
+        return Runs()
+    return Runs(
+        runs=state["runs"],
+        calls=state["calls"],
+        repeated_calls=state["repeated_calls"],
+        longest=state["longest"],
+        lengths=sketch.from_pairs(state["lengths"]),
+        leads={lead: [int(n) for n in counts] for lead, counts in state.get("leads", {}).items()},
+    )
 
 
 def _raw_fingerprint(fingerprint: bytes) -> dict[str, str]:
@@ -297,11 +354,27 @@ def _raw_fingerprint(fingerprint: bytes) -> dict[str, str]:
 
 def to_document(digest: Digest, top: int | None = None) -> dict[str, Any]:
     """The govern.digest/1 document. ``top`` limits the classes listed (then not mergeable in full)."""
+    return limit_classes(full_document(digest), top)
+
+
+def limit_classes(document: dict[str, Any], top: int | None) -> dict[str, Any]:
+    """The document with only its first ``top`` classes listed (None: all)."""
+    if top is None:
+        return document
+    classes = document["classes"]
+    return document | {
+        "options": document["options"] | {"top": top},
+        "classes": classes[:top],
+        "omitted_classes": document["omitted_classes"] + max(0, len(classes) - top),
+    }
+
+
+def full_document(digest: Digest) -> dict[str, Any]:
+    """The document with every class (``rules`` null until the digest rules run)."""
     partial = digest.partial
     ranked = digest.ranked()
     total_time = digest.total_query_time()
     first, last, seconds = digest.window()
-    listed = ranked if top is None else ranked[:top]
     totals = global_totals(digest, total_time)
     return {
         "schema": SCHEMA,
@@ -324,7 +397,7 @@ def to_document(digest: Digest, top: int | None = None) -> dict[str, Any]:
         ],
         "options": {
             "order_by": digest.order_by,
-            "top": top,
+            "top": None,
             "max_classes": digest.max_classes,
             "since": digest.since,
             "until": digest.until,
@@ -348,8 +421,8 @@ def to_document(digest: Digest, top: int | None = None) -> dict[str, Any]:
             }
             for bad in partial.malformed_kept
         ],
-        "classes": [class_document(digest, agg, total_time, seconds) for agg in listed],
-        "omitted_classes": len(ranked) - len(listed) + digest.omitted_classes,
+        "classes": [class_document(digest, agg, total_time, seconds) for agg in ranked],
+        "omitted_classes": digest.omitted_classes,
         "other": None
         if partial.other is None
         else class_document(digest, partial.other, total_time, seconds)
@@ -358,6 +431,7 @@ def to_document(digest: Digest, top: int | None = None) -> dict[str, Any]:
             {"id": query_id(a.fingerprint), "fingerprint": decode(a.fingerprint), "count": a.count}
             for a in sorted(digest.unreported(), key=lambda a: query_id(a.fingerprint))
         ],
+        "rules": None,  # the digest rules' summary (rules.digest), if they run
     }
 
 
@@ -463,15 +537,10 @@ def _class_from(item: dict[str, Any], names: dict[str, int], other: bool = False
     agg.strings = {name: dict(values) for name, values in item["values"].items()}
     agg.servers = dict(item["servers"])
     agg.histogram = list(item["histogram"]["Query_time"])
-    runs = state["runs"]
-    agg.runs = Runs(
-        runs=runs["runs"],
-        calls=runs["calls"],
-        repeated_calls=runs["repeated_calls"],
-        longest=runs["longest"],
-        lengths=sketch.from_pairs(runs["lengths"]),
-    )
+    agg.runs = _runs_from(state["runs"])
+    agg.single_runs = _runs_from(state.get("single_runs"))
     agg.connections = {int(value, 16) for value in state["connections"]}
+    agg.texts = {int(value, 16) for value in state.get("texts", [])}
     agg.fit = Fit(*state["fit"])
     sample = item.get("sample")
     if sample is not None:

@@ -79,6 +79,48 @@ def top_values(values: dict[str, int], limit: int = 3) -> str:
     return ", ".join(shown) + (f" (+{rest} more)" if rest > 0 else "")
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 'es' if word.endswith('s') else 's'}"
+
+
+def rules_lines(document: dict[str, Any]) -> list[str]:
+    """What the digest rules found and what they could not run, for the report's head."""
+    rules = document.get("rules")
+    if not rules:
+        return []
+    summary = rules["summary"]
+    counts = summary["by_severity"]
+    parts = [_plural(counts[s], s) for s in ("error", "warning", "info") if counts.get(s)]
+    line = f"rules: {_plural(summary['findings'], 'finding')}"
+    if parts:
+        line += f" ({', '.join(parts)}) in {_plural(summary['classes'], 'class')}"
+    if summary["suppressed"]:
+        line += f"; {summary['suppressed']:,} suppressed"
+    line += f"; target {rules['target']}" if rules["target"] else "; no target"
+    lines = [line]
+    if not rules["full_log"]:
+        lines.append(f"rules: the log is not complete: {rules['full_log_reason']}")
+    by_reason: dict[str, list[str]] = {}
+    for skipped in rules["rules_skipped"]:
+        by_reason.setdefault(skipped["reason"], []).append(skipped["rule"])
+    lines += [f"not run: {', '.join(ids)} ({reason})" for reason, ids in by_reason.items()]
+    lines += [f"rules: {note}" for note in rules["notes"]]
+    return lines
+
+
+def finding_ids(item: dict[str, Any]) -> str:
+    """``BATCH008 QC007``: the rules that found something in a class."""
+    return " ".join(dict.fromkeys(f["rule"] for f in item.get("findings") or ())) or "-"
+
+
+def unshown_findings(document: dict[str, Any], shown: list[dict[str, Any]]) -> int:
+    """Findings in classes the report does not show (--top)."""
+    rules = document.get("rules")
+    if not rules:
+        return 0
+    return int(rules["summary"]["findings"]) - sum(len(i.get("findings") or ()) for i in shown)
+
+
 def summary_lines(document: dict[str, Any]) -> list[str]:
     """The few lines that head every report."""
     totals = document["totals"]

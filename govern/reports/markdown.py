@@ -4,26 +4,67 @@ from __future__ import annotations
 
 from typing import IO, Any
 
-from govern.reports import amount, figure, metric_order, seconds, summary_lines, top_values
+from govern.reports import (
+    amount,
+    figure,
+    finding_ids,
+    metric_order,
+    rules_lines,
+    seconds,
+    summary_lines,
+    top_values,
+    unshown_findings,
+)
+
+_ICONS = {"error": "🛑", "warning": "⚠️", "info": "ℹ️"}
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _findings_table(document: dict[str, Any], classes: list[dict[str, Any]], write: Any) -> None:
+    """Every finding of the classes shown, worst first: what a CI comment leads with."""
+    ranked = [
+        (rank, item, finding)
+        for rank, item in enumerate(classes, 1)
+        for finding in item.get("findings") or ()
+    ]
+    if not ranked:
+        return
+    order = {"error": 0, "warning": 1, "info": 2}
+    ranked.sort(key=lambda entry: (order.get(entry[2]["severity"], 3), entry[0]))
+    write("\n### Findings\n\n| | rule | class | message |\n|---|---|---|---|\n")
+    for rank, item, finding in ranked:
+        write(
+            f"| {_ICONS.get(finding['severity'], '')} {finding['severity']} "
+            f"| {finding['rule']} {finding['name']} | #{rank} `{item['id16']}` "
+            f"| {_cell(finding['message'])} |\n"
+        )
+    hidden = unshown_findings(document, classes)
+    if hidden:
+        write(f"\n{hidden:,} more findings in classes not shown (--top).\n")
+
+
 def render(document: dict[str, Any], stream: IO[str], top: int | None = 20) -> None:
     classes = document["classes"][: top if top is not None else None]
     write = stream.write
     write("## govern digest\n\n")
-    for line in summary_lines(document):
-        write(f"- {line}\n")
+    for line in summary_lines(document) + rules_lines(document):
+        write(f"- {_cell(line)}\n")
     for bad in document["malformed"]:
         write(f"- malformed: `{bad['file']}:{bad['line']}`: {_cell(bad['reason'])}\n")
     if not classes:
         write("\nNo query classes.\n")
         return
-    write("\n| # | query ID | time | % | calls | avg | p95 | rows examined | fingerprint |\n")
-    write("|--:|---|--:|--:|--:|--:|--:|--:|---|\n")
+    _findings_table(document, classes, write)
+    rules = bool(document.get("rules"))
+    write(
+        "\n| # | query ID | time | % | calls | avg | p95 | rows examined |"
+        + (" findings |" if rules else "")
+        + " fingerprint |\n"
+    )
+    write("|--:|---|--:|--:|--:|--:|--:|--:|" + ("---|" if rules else "") + "---|\n")
     for rank, item in enumerate(classes, 1):
         qt = item["metrics"]["Query_time"]
         examined = item["metrics"].get("Rows_examined")
@@ -33,10 +74,19 @@ def render(document: dict[str, Any], stream: IO[str], top: int | None = 20) -> N
         write(
             f"| {rank} | `{item['id16']}` | {seconds(qt['sum'])} | {item['share'] * 100:.1f} "
             f"| {amount(item['count'])} | {seconds(qt['avg'])} | {seconds(qt['p95'])} "
-            f"| {amount(examined['avg']) if examined else '-'} | `{_cell(fingerprint)}` |\n"
+            f"| {amount(examined['avg']) if examined else '-'} |"
+            + (f" {finding_ids(item)} |" if rules else "")
+            + f" `{_cell(fingerprint)}` |\n"
         )
     for rank, item in enumerate(classes, 1):
         write(f"\n<details><summary>#{rank} <code>{item['id']}</code></summary>\n\n")
+        for finding in item.get("findings") or ():
+            write(
+                f"- {_ICONS.get(finding['severity'], '')} **{finding['rule']}** "
+                f"{finding['severity']}: {_cell(finding['message'])}\n"
+            )
+        if item.get("findings"):
+            write("\n")
         write("| attribute | sum | min | max | avg | median | p95 | p99 |\n")
         write("|---|--:|--:|--:|--:|--:|--:|--:|\n")
         for name in metric_order(item["metrics"]):

@@ -2,7 +2,8 @@
 
 Modelled on pt-query-digest's report (profile, then one block per class) but
 with the facts govern adds: percentiles from a mergeable sketch, servers,
-back-to-back runs on one connection, rows per statement, tables touched.
+back-to-back runs on one connection, rows per statement, tables touched, and
+the rules' findings next to each class.
 """
 
 from __future__ import annotations
@@ -10,13 +11,25 @@ from __future__ import annotations
 import sys
 from typing import IO, Any, Literal
 
-from govern.reports import amount, figure, metric_order, seconds, summary_lines, top_values
+from govern.reports import (
+    amount,
+    figure,
+    finding_ids,
+    metric_order,
+    rules_lines,
+    seconds,
+    summary_lines,
+    top_values,
+    unshown_findings,
+)
 
 _BARS = " ▁▂▃▄▅▆▇█"
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def render(document: dict[str, Any], stream: IO[str] | None = None, top: int | None = 20) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     target = stream or sys.stdout
@@ -24,8 +37,8 @@ def render(document: dict[str, Any], stream: IO[str] | None = None, top: int | N
     out = Console(file=target, highlight=False, soft_wrap=False, width=160 if piped else None)
     classes = document["classes"][: top if top is not None else None]
     out.print("[bold]govern digest[/bold]")
-    for line in summary_lines(document):
-        out.print(f"  {line}")
+    for line in summary_lines(document) + rules_lines(document):
+        out.print(f"  {escape(line)}")
     for bad in document["malformed"]:
         out.print(f"  [yellow]malformed[/yellow] {bad['file']}:{bad['line']}: {bad['reason']}")
     if not classes:
@@ -41,10 +54,14 @@ def render(document: dict[str, Any], stream: IO[str] | None = None, top: int | N
         ("avg", "right"),
         ("p95", "right"),
         ("rows exam.", "right"),
+        *((("findings", "left"),) if document.get("rules") else ()),
         ("fingerprint", "left"),
     )
     for name, justify in columns:
         profile.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")
+    # The findings column takes its room from the fingerprint, not from the figures.
+    findings_width = max([8, *(len(finding_ids(item)) for item in classes)])
+    fingerprint_width = 80 - (findings_width + 3 if document.get("rules") else 0)
     for rank, item in enumerate(classes, 1):
         qt = item["metrics"]["Query_time"]
         examined = item["metrics"].get("Rows_examined")
@@ -57,13 +74,18 @@ def render(document: dict[str, Any], stream: IO[str] | None = None, top: int | N
             seconds(qt["avg"]),
             seconds(qt["p95"]),
             amount(examined["avg"]) if examined else "-",
-            _short(item["fingerprint"], 80),
+            *((finding_ids(item),) if document.get("rules") else ()),
+            escape(_short(item["fingerprint"], fingerprint_width)),
         )
     out.print()
     out.print(profile)
     for rank, item in enumerate(classes, 1):
         out.print()
         _render_class(out, rank, item)
+    hidden = unshown_findings(document, classes)
+    if hidden:
+        out.print()
+        out.print(f"{hidden:,} more findings in classes not shown (--top)")
     other = document.get("other")
     if other:
         out.print()
@@ -124,6 +146,12 @@ def _render_class(out: Any, rank: int, item: dict[str, Any]) -> None:
     if tables["read"] or tables["written"]:
         out.print(
             f"  tables: read {', '.join(tables['read']) or '-'}; written {', '.join(tables['written']) or '-'}"
+        )
+    for finding in item.get("findings") or ():
+        style = _SEVERITY_STYLE.get(finding["severity"], "")
+        out.print(
+            f"  [{style}]{finding['rule']} {finding['severity']}[/{style}]: "
+            f"{escape(finding['message'])}"
         )
     sample = item.get("sample")
     if sample:

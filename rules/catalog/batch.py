@@ -10,15 +10,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from govern.reports import seconds
 from rules.base import Context, Option, Rule
+from rules.evidence import ClassFacts, ceil_div, plural
 from rules.model import Finding, Need, Severity
 from rules.registry import register
 from rules.sql.lexer import NUMBER, OP, PARAM, QIDENT, STRING, WORD
 from rules.sql.statement import Statement
 
 MAX_PLACEHOLDERS = 65_535
+#: Rows per statement the batching advice and its estimates assume.
+BATCH_ROWS = 100
 #: The smallest default max_allowed_packet of the servers govern knows (MySQL 5.7: 4 MiB).
 CONSERVATIVE_PACKET = 4 * 1024 * 1024
+
+
+def logged_max(statement: Statement, metric: str) -> int | None:
+    """The largest value of ``metric`` a digest class logged (None for files)."""
+    if statement.stats is None:
+        return None
+    found = ClassFacts(statement.stats).metric(metric)
+    return int(found["max"]) if found else None
 
 
 def odku_reference(ctx: Context) -> str:
@@ -87,7 +99,8 @@ class PacketShare(Rule):
     stall replicas. The limit comes from the target (MySQL 8.0: 64 MiB, MariaDB
     10.2.4+: 16 MiB, MySQL 5.7: 4 MiB, or the live server's value), the option
     ``max-allowed-packet``, or, with neither, the conservative 4 MiB. Placeholders
-    count ``placeholder-bytes`` each.
+    count ``placeholder-bytes`` each. On a digest the size is the class's largest
+    logged statement (``Query_length``), not only its sample's.
 
     **Anti-pattern**
 
@@ -114,16 +127,29 @@ class PacketShare(Rule):
         threshold = limit * float(self.settings["share"])
         text = statement.text
         extra = statement.placeholder_count * int(self.settings["placeholder-bytes"])
-        if (len(text) + extra) * 4 < threshold:  # cannot reach it even at 4 bytes a character
-            return
-        size = len(text.encode("utf-8", "surrogatepass")) + extra
+        logged = logged_max(statement, "Query_length")
+        if logged is None and (len(text) + extra) * 4 < threshold:
+            return  # cannot reach it even at 4 bytes a character
+        size = max(len(text.encode("utf-8", "surrogatepass")) + extra, logged or 0)
         if size <= threshold:
             return
+        evidence = {"bytes": size, "max_allowed_packet": limit, "limit_from": origin}
+        if statement.stats is None:
+            yield self.finding(
+                statement,
+                f"statement of about {size:,} bytes is {size / limit:.0%} of max_allowed_packet "
+                f"({limit:,} bytes, {origin}): split it into smaller batches",
+                evidence=evidence,
+            )
+            return
+        facts = ClassFacts(statement.stats)
+        above = facts.count_above("Query_length", threshold)
         yield self.finding(
             statement,
-            f"statement of about {size:,} bytes is {size / limit:.0%} of max_allowed_packet "
-            f"({limit:,} bytes, {origin}): split it into smaller batches",
-            evidence={"bytes": size, "max_allowed_packet": limit, "limit_from": origin},
+            f"statements of up to {size:,} bytes, {size / limit:.0%} of max_allowed_packet "
+            f"({limit:,} bytes, {origin}); {above:,} of {plural(facts.calls, 'call')} above "
+            f"{float(self.settings['share']):.0%}: split them into smaller batches",
+            evidence=evidence | {"calls": facts.calls, "statements_above": above},
         )
 
     def _limit(self, ctx: Context) -> tuple[int, str]:
@@ -141,7 +167,8 @@ class RowsPerStatement(Rule):
 
     Batches of about 100 rows take most of the gain of batching; much larger ones
     hold row locks and the binlog group longer and arrive at replicas as one long
-    event that delays everything behind it. Bound: ``max-rows`` (default 1,000).
+    event that delays everything behind it. Bound: ``max-rows`` (default 1,000). On a
+    digest the rows are the class's largest logged statement's (``Values_rows``).
 
     **Anti-pattern**
 
@@ -161,15 +188,29 @@ class RowsPerStatement(Rule):
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         bound = int(self.settings["max-rows"])
-        rows = statement.row_count
-        if rows > bound:
+        rows = max(statement.row_count, logged_max(statement, "Values_rows") or 0)
+        if rows <= bound:
+            return
+        evidence = {"rows": rows, "max_rows": bound}
+        if statement.stats is None:
             yield self.finding(
                 statement,
                 f"{rows:,} rows in one {statement.verb}: above max-rows ({bound:,}); send "
-                "batches of about 100 rows",
+                f"batches of about {BATCH_ROWS} rows",
                 at=statement.values_index or 0,
-                evidence={"rows": rows, "max_rows": bound},
+                evidence=evidence,
             )
+            return
+        facts = ClassFacts(statement.stats)
+        above = facts.count_above("Values_rows", bound)
+        yield self.finding(
+            statement,
+            f"up to {rows:,} rows per {statement.verb or facts.verb.upper()}; {above:,} of "
+            f"{plural(facts.calls, 'statement')} above max-rows ({bound:,}): send batches of "
+            f"about {BATCH_ROWS} rows",
+            at=statement.values_index or 0,
+            evidence=evidence | {"calls": facts.calls, "statements_above": above},
+        )
 
 
 @register
@@ -447,8 +488,13 @@ class SingleRowRun(Rule):
     Consecutive INSERTs of one row into the same table (or UPDATEs/DELETEs of one
     row by key) each pay a round trip, a parse and, under autocommit, a commit and
     a binlog event. Rewrite them as multi-row INSERTs (… ON DUPLICATE KEY UPDATE for
-    updates) of about 100 rows. Fires once per run of at least ``min-run``
-    statements (default 20).
+    updates) of about 100 rows. In a file: fires once per run of at least
+    ``min-run`` statements (default 20). On a digest: fires for a class of
+    single-row writes that ran ``min-run`` times back to back on one connection
+    (in a complete log), or ``min-calls`` times (default 1,000) in all; the
+    finding gives calls, runs, connections and time, and estimates what batches
+    of 100 rows would save from the per-statement overhead fitted over the same
+    log's writes of that kind (the table's, else the whole log's).
 
     **Anti-pattern**
 
@@ -457,20 +503,140 @@ class SingleRowRun(Rule):
         INSERT INTO events (user_id, type) VALUES (2, 'view');
         INSERT INTO events (user_id, type) VALUES (3, 'click');
 
+        -- a slow log: one connection inserts 50 rows one at a time
+        -- events: {connection = 7, times = 50, query_time = 0.0004}
+        INSERT INTO events (user_id, type) VALUES ({n}, 'view');
+        -- events: {connection = 7, times = 4, query_time = 0.0009, rows = 3}
+        INSERT INTO events (user_id, type) VALUES ({n}, 'view'), ({n}, 'buy'), ({n}, 'view');
+
     **Best practice**
 
         -- config: {min-run = 3}
         INSERT INTO events (user_id, type) VALUES (1, 'view'), (2, 'view'), (3, 'click');
+
+        -- events: {connection = 7, times = 20, rows = 3}
+        INSERT INTO events (user_id, type) VALUES ({n}, 'view'), ({n}, 'buy'), ({n}, 'view');
+        -- single-row writes from separate requests, too few to matter
+        -- events: {connection = 8}
+        INSERT INTO events (user_id, type) VALUES (1, 'view');
+        -- events: {connection = 9}
+        INSERT INTO events (user_id, type) VALUES (2, 'view');
     """
 
     id = "BATCH008"
     name = "single-row-run"
     severity = Severity.WARNING
     needs = frozenset({Need.SQL, Need.SCRIPT})
-    options = (Option("min-run", 20, "Shortest run of single-row writes to flag."),)
+    options = (
+        Option("min-run", 20, "Shortest run of single-row writes to flag."),
+        Option(
+            "min-calls",
+            1000,
+            "Digests: calls of a single-row write class flagged even when not back to back.",
+        ),
+    )
 
     def script_checker(self, ctx: Context) -> _Runs:
         return _Runs(self, max(2, int(self.settings["min-run"])))
+
+    def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
+        """A digest class: its single-row writes, their runs on a connection and calls."""
+        if statement.stats is None or ctx.digest is None:
+            return
+        facts = ClassFacts(statement.stats)
+        if not facts.is_write:
+            return
+        single = facts.single_row_calls()
+        runs_of = "single_runs"
+        if single is None:  # the log has no row counts: judge the statement's shape
+            if not single_row_write(statement):
+                return
+            single, runs_of = facts.calls, "runs"
+        minimum = max(2, int(self.settings["min-run"]))
+        runs, run_calls = (0, 0)
+        if ctx.digest.full_log:
+            runs, run_calls = facts.runs_of_at_least(minimum, runs_of)
+        if not runs and single < int(self.settings["min-calls"]):
+            return
+        yield self._digest_finding(statement, ctx, facts, single, minimum, runs, run_calls)
+
+    def _digest_finding(
+        self,
+        statement: Statement,
+        ctx: Context,
+        facts: ClassFacts,
+        calls: int,
+        minimum: int,
+        runs: int,
+        run_calls: int,
+    ) -> Finding:
+        assert ctx.digest is not None
+        sequence = facts.sequence
+        total = facts.query_time
+        verb = statement.verb or facts.verb.upper()
+        table = ", ".join(facts.tables_written) or "?"
+        share = f" ({calls / facts.calls:.0%} of the class)" if calls < facts.calls else ""
+        connections = int(sequence.get("connections") or 0)
+        where = f"on {plural(connections, 'connection')}"
+        single_runs = facts.doc.get("single_row_runs") or {}
+        longest = int(single_runs.get("longest_run") or sequence.get("longest_run") or 0)
+        if runs:
+            what = (
+                f"{run_calls:,} back to back in {plural(runs, 'run')} of {minimum}+ "
+                f"(longest {longest:,}) {where}"
+            )
+        elif ctx.digest.full_log:
+            what = f"{where}, never {minimum} in a row"
+        else:
+            what = f"{where} (runs unknown: {ctx.digest.full_log_reason})"
+        after = ceil_div(calls, BATCH_ROWS)
+        overhead = ctx.digest.overhead(facts)
+        evidence: dict[str, object] = {
+            "calls": calls,
+            "class_calls": facts.calls,
+            "runs": runs,
+            "back_to_back_calls": run_calls,
+            "min_run": minimum,
+            "longest_run": longest,
+            "connections": connections,
+            "connections_exact": sequence.get("connections_exact"),
+            "query_time": total,
+            "batch_rows": BATCH_ROWS,
+            "statements_batched": after,
+            "per_statement": None,
+            "per_row": None,
+            "overhead_from": None,
+            "overhead_statements": None,
+            "estimated_saving": None,
+        }
+        if overhead is not None:
+            typical = float((facts.metric("Query_time") or {}).get("median") or 0.0)
+            saving = min(total, overhead.batched_saving(calls, typical, BATCH_ROWS))
+            per_statement = min(overhead.per_statement, typical)
+            estimate = (
+                f"about {seconds(saving)} of its {seconds(total)} (per-statement overhead "
+                f"{seconds(per_statement)} of a {seconds(typical)} median, fitted over "
+                f"{overhead.statements:,} {overhead.scope})"
+            )
+            evidence |= {
+                "per_statement": round(per_statement, 9),
+                "per_row": round(overhead.per_row, 9),
+                "overhead_from": overhead.scope,
+                "overhead_statements": overhead.statements,
+                "estimated_saving": round(saving, 6),
+            }
+        else:
+            estimate = (
+                f"an unknown share of its {seconds(total)} (no multi-row write of this kind "
+                "in the log to fit the per-statement overhead on)"
+            )
+        return self.finding(
+            statement,
+            f"{calls:,} single-row {verb}s on {table}{share}, {what}: batches of {BATCH_ROWS} rows "
+            f"would send {after:,} statement{'' if after == 1 else 's'} instead, saving "
+            f"{estimate} and {calls - after:,} round trips",
+            evidence=evidence,
+        )
 
     @staticmethod
     def run_key(statement: Statement) -> object:
