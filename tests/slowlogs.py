@@ -31,6 +31,11 @@ def recording(server: Any, name: str) -> Iterator[Path]:
         cur.execute("SET GLOBAL slow_query_log_file = %s", (str(log),))
         cur.execute("SET GLOBAL long_query_time = 0")
         cur.execute("SET GLOBAL slow_query_log = ON")
+    # MariaDB writes "# Time:" only when the second differs from the last event it
+    # logged, in any file: a recording that starts in the second the previous one
+    # ended would have no time until the next second (and, if a banner then swallows
+    # that line, none at all: no timeline). Start on a fresh second.
+    time.sleep(1.02 - time.time() % 1)
     try:
         yield log
         time.sleep(0.2)  # entries can land just after the client has its result
