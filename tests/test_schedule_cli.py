@@ -176,12 +176,11 @@ def test_history_plan_and_simulate_json(catalog: Path, state_path: Path) -> None
     # d and b start at once; a takes the lane d frees while c still waits for b
     assert [j["name"] for j in plan["jobs"]] == ["d", "b", "a", "c"]
     methods = {j["name"]: j["estimate_method"] for j in plan["jobs"]}
-    assert methods == {
-        "a": "rate",
-        "b": "rate",
-        "c": "rate",
-        "d": "global-fit",
-    }  # d never succeeded
+    # d never succeeded: estimated from the other jobs' latest runs, by a line through
+    # them, or by their median rate when timing noise on a busy machine tilts the line
+    # below zero at d's 10 rows
+    assert methods.pop("d") in ("global-fit", "global-rate")
+    assert methods == {"a": "rate", "b": "rate", "c": "rate"}
     for job in plan["jobs"]:
         _types(
             job,
