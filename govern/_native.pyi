@@ -14,6 +14,7 @@ def digest_range(
     context_db: bytes | None,
     context_known: bool,
     server_salt: int,
+    release: bool = False,
 ) -> tuple[Any, ...]: ...
 def digest_file(path: Path, threads: int = 0, max_classes: int | None = None) -> Digest: ...
 

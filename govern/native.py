@@ -86,10 +86,24 @@ def digest_range(
     context_db: bytes | None,
     context_known: bool,
     server_salt: int,
+    release: bool = False,
 ) -> tuple[Any, ...]:
-    """One byte range as the Python engine digests it (see govern/digest/native_engine.py)."""
+    """One byte range as the Python engine digests it (see govern/digest/native_engine.py).
+
+    ``release``: ``data`` is a read-only mmap of a file, and pages already digested may be
+    dropped from resident memory (never for bytes: it would zero them).
+    """
     result: tuple[Any, ...] = _require().digest_range(
-        data, start, stop, end, max_classes, context_ts, context_db, context_known, server_salt
+        data,
+        start,
+        stop,
+        end,
+        max_classes,
+        context_ts,
+        context_db,
+        context_known,
+        server_salt,
+        release,
     )
     return result
 

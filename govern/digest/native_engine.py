@@ -18,6 +18,7 @@ db_known, minutes, minutes_unknown, classes, other, connections)``.
 
 from __future__ import annotations
 
+import mmap
 import zlib
 from typing import TYPE_CHECKING, Any
 
@@ -203,6 +204,7 @@ def digest_range(
         None if context.db is None else context.db.encode(),
         context.known,
         salt,
+        isinstance(data, mmap.mmap),
     )
     partial = Partial()
     for state in classes:

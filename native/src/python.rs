@@ -172,9 +172,10 @@ fn class_to_dict<'py>(py: Python<'py>, part: &Part, st: &ClassStats) -> PyResult
 
 /// One byte range digested as govern's Python engine does (`crate::range`), returned
 /// as plain tuples for `govern/digest/native_engine.py` (which documents the layout).
-/// `data` is any buffer (bytes, an mmap); the GIL is released while digesting.
+/// `data` is any buffer (bytes, an mmap); the GIL is released while digesting. `release`
+/// (only for a read-only mmap of a file) drops digested pages from resident memory.
 #[pyfunction]
-#[pyo3(signature = (data, start, stop, end, max_classes, context_ts, context_db, context_known, server_salt))]
+#[pyo3(signature = (data, start, stop, end, max_classes, context_ts, context_db, context_known, server_salt, release=false))]
 #[allow(clippy::too_many_arguments)]
 fn digest_range<'py>(
     py: Python<'py>,
@@ -187,6 +188,7 @@ fn digest_range<'py>(
     context_db: Option<&[u8]>,
     context_known: bool,
     server_salt: u64,
+    release: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let buffer = PyBuffer::<u8>::get(data)?;
     if !buffer.is_c_contiguous() {
@@ -198,7 +200,7 @@ fn digest_range<'py>(
         // SAFETY: `buffer` keeps the exported memory alive and unmoved until it is dropped,
         // after this closure returns; nothing writes to it meanwhile (a read-only export).
         let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-        crate::range::digest_range(bytes, start.min(len), stop, end, &options)
+        crate::range::digest_range(bytes, start.min(len), stop, end, &options, release)
     });
     drop(buffer);
     range_to_tuple(py, &result)

@@ -10,7 +10,8 @@
 //! (1,000 values, 100 leads, the class cap) keeps values in order of first
 //! appearance, which is what the batches give too.
 
-use std::collections::HashMap;
+/// Maps with a fast fixed hasher (keys are not attacker-chosen in a way that matters here).
+type HashMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 
 use memchr::memchr_iter;
 use regex::bytes::Regex;
@@ -140,7 +141,9 @@ impl Values {
         if let Some(index) = &mut self.index {
             index.insert(v, self.list.len() - 1);
         } else if self.list.len() > 16 {
-            self.index = Some(self.list.iter().enumerate().map(|(i, e)| (e.0, i)).collect());
+            let mut index = HashMap::default();
+            index.extend(self.list.iter().enumerate().map(|(i, e)| (e.0, i)));
+            self.index = Some(index);
         }
     }
 }
@@ -152,6 +155,10 @@ pub struct Kmv(pub Vec<u64>);
 impl Kmv {
     #[inline]
     fn add(&mut self, h: u64) {
+        // Full, and not below the largest kept: the usual case once a class is busy.
+        if self.0.len() >= DISTINCT_K && self.0.last().is_some_and(|&max| h >= max) {
+            return;
+        }
         if let Err(i) = self.0.binary_search(&h) {
             if self.0.len() < DISTINCT_K {
                 self.0.insert(i, h);
@@ -323,6 +330,8 @@ pub struct RangeDigest {
     pub minutes: Vec<(Ts, u64, i128)>,
     minute_index: HashMap<[u8; 16], usize>,
     pub minutes_unknown: (u64, i128),
+    /// The minute of the last event and its index in `minutes` (events come in runs).
+    last_minute: ([u8; 16], usize),
     pub last_ts: Option<Ts>,
     pub last_db: Option<u32>,
     pub ts_known: bool,
@@ -461,6 +470,10 @@ fn connection_number(name: &[u8]) -> u64 {
 struct Digester<'o> {
     r: RangeDigest,
     options: &'o RangeOptions<'o>,
+    data: &'o [u8],
+    /// Line numbers: `line` is the line (from the range's start, 1) at byte `line_pos`.
+    line_pos: usize,
+    line: u64,
     keys: KeyCache,
     fp: Fingerprinter,
     ids: Ids,
@@ -468,7 +481,7 @@ struct Digester<'o> {
 }
 
 impl<'o> Digester<'o> {
-    fn new(options: &'o RangeOptions<'o>) -> Self {
+    fn new(options: &'o RangeOptions<'o>, data: &'o [u8], start: usize) -> Self {
         let mut num_names = Interner::default();
         let mut text_names = Interner::default();
         let ids = Ids {
@@ -494,22 +507,38 @@ impl<'o> Digester<'o> {
                 no_statement: 0,
                 malformed: Vec::new(),
                 minutes: Vec::new(),
-                minute_index: HashMap::new(),
+                minute_index: HashMap::default(),
                 minutes_unknown: (0, 0),
+                last_minute: ([0xff; 16], 0),
                 last_ts: options.context_ts.map(Ts::from),
                 last_db,
                 ts_known: options.context_known,
                 db_known: options.context_known,
                 conns: Vec::new(),
-                conn_index: HashMap::new(),
+                conn_index: HashMap::default(),
                 end: 0,
                 newlines: 0,
             },
             options,
+            data,
+            line_pos: start,
+            line: 1,
             keys: KeyCache::default(),
             fp: Fingerprinter::new(),
             ids,
             ts_cache: (Vec::new(), Ts::from(b"")),
+        }
+    }
+
+    /// The line of byte `offset`, counting newlines once as offsets advance.
+    fn line_at(&mut self, offset: u64) -> u64 {
+        let o = (offset as usize).min(self.data.len());
+        if o >= self.line_pos {
+            self.line += memchr_iter(b'\n', &self.data[self.line_pos..o]).count() as u64;
+            self.line_pos = o;
+            self.line
+        } else {
+            self.line - memchr_iter(b'\n', &self.data[o..self.line_pos]).count() as u64
         }
     }
 
@@ -520,7 +549,8 @@ impl<'o> Digester<'o> {
         let arg = match ev.arg() {
             a if ev.at_end && a.is_none_or(|a| a.iter().all(|&b| is_py_space(b))) => {
                 self.r.no_statement += 1;
-                self.r.malformed.push((offset, 0, Bad::Truncated));
+                let line = self.line_at(offset);
+                self.r.malformed.push((offset, line, Bad::Truncated));
                 return;
             }
             Some(a) if truthy(a) => a,
@@ -529,12 +559,13 @@ impl<'o> Digester<'o> {
                 return;
             }
         };
-        let query_time = match ev.get_bytes(b"Query_time") {
+        let query_time = match ev.known(Known::QueryTime) {
             None => None,
             Some(raw) => match classify(raw) {
                 Typed::Num(v) if v >= 0 => Some(v),
                 _ => {
-                    self.r.malformed.push((offset, 0, Bad::QueryTime(raw.to_vec())));
+                    let line = self.line_at(offset);
+                    self.r.malformed.push((offset, line, Bad::QueryTime(raw.to_vec())));
                     return;
                 }
             },
@@ -580,10 +611,16 @@ impl<'o> Digester<'o> {
                     let n = b.len().min(16);
                     key[..n].copy_from_slice(&b[..n]);
                     let minutes = &mut self.r.minutes;
-                    let i = *self.r.minute_index.entry(key).or_insert_with(|| {
-                        minutes.push((Ts::from(&b[..n]), 0, 0));
-                        minutes.len() - 1
-                    });
+                    let i = if self.r.last_minute.0 == key {
+                        self.r.last_minute.1
+                    } else {
+                        let i = *self.r.minute_index.entry(key).or_insert_with(|| {
+                            minutes.push((Ts::from(&b[..n]), 0, 0));
+                            minutes.len() - 1
+                        });
+                        self.r.last_minute = (key, i);
+                        i
+                    };
                     minutes[i].1 += 1;
                     minutes[i].2 += qt;
                 }
@@ -592,6 +629,21 @@ impl<'o> Digester<'o> {
         let ids = &self.ids;
         let (ql, vr, db_attr, user_attr, host_attr) = (ids.query_length, ids.values_rows, ids.db, ids.user, ids.host);
         let context_known = self.options.context_known;
+        // The sample's line, if this event becomes the sample (counted before `r` is borrowed).
+        let sample_line = match query_time {
+            Some(qt) => {
+                let beats = {
+                    let c = if slot == OTHER { self.r.other.as_ref() } else { Some(&self.r.classes[slot as usize].1) };
+                    c.and_then(|c| c.sample.as_ref()).is_none_or(|s| qt >= s.query_time)
+                };
+                if beats {
+                    self.line_at(offset)
+                } else {
+                    0
+                }
+            }
+            None => 0,
+        };
         let r = &mut self.r;
         let class =
             if slot == OTHER { r.other.get_or_insert_with(Class::default) } else { &mut r.classes[slot as usize].1 };
@@ -607,7 +659,7 @@ impl<'o> Digester<'o> {
             class.see_ts(t);
         }
         let mut num_buf = crate::slowlog::itoa_buf::Buf::default();
-        let mut rows_affected: Option<&[u8]> = None;
+        let rows_affected = ev.known(Known::RowsAffected);
         for (position, (key, value)) in ev.iter().enumerate() {
             let Some(value) = value else { continue };
             let k = self.keys.lookup(position, key);
@@ -616,11 +668,6 @@ impl<'o> Digester<'o> {
                 continue;
             }
             let raw = value.as_bytes(&mut num_buf);
-            if key == b"Rows_affected" {
-                if let crate::slowlog::Value::Bytes(b) = value {
-                    rows_affected = Some(b);
-                }
-            }
             let typed = if info.categorical { Typed::Text } else { classify(raw) };
             match typed {
                 Typed::Num(v) => {
@@ -696,12 +743,13 @@ impl<'o> Digester<'o> {
                 s.user = user;
                 s.host = host;
                 s.offset = offset;
+                s.line = sample_line;
                 s.unknown_ts = ts.is_none() && !context_known;
                 s.unknown_db = db.is_none() && !context_known;
             }
         }
         // Runs of one class per connection, and runs of single-row writes.
-        let Some(thread) = ev.get_bytes(b"Thread_id") else { return };
+        let Some(thread) = ev.known(Known::ThreadId) else { return };
         let single_key = match kind {
             READ => None,
             INSERT => (tuples == 1).then_some(fp_id),
@@ -774,63 +822,74 @@ impl<'o> Digester<'o> {
 
 /// Digest the records that start in `data[start..stop]`, reading at most to `end`
 /// (engine.py `digest_range` without filters). `data` is the whole buffer: a record
-/// that runs to its end without a separator may be cut short.
-pub fn digest_range(data: &[u8], start: usize, stop: usize, end: usize, options: &RangeOptions) -> RangeDigest {
+/// that runs to its end without a separator may be cut short. `release` drops the pages
+/// already digested from this process's memory (only for a read-only file mapping: it
+/// would zero anonymous memory).
+pub fn digest_range(
+    data: &[u8],
+    start: usize,
+    stop: usize,
+    end: usize,
+    options: &RangeOptions,
+    release: bool,
+) -> RangeDigest {
     let end = end.min(data.len());
     let window = &data[..end];
     let mut parser = Parser::new(window, start);
     parser.set_input_end(end == data.len());
-    let mut d = Digester::new(options);
-    while parser.pos() < stop || parser.has_pending() {
+    let mut d = Digester::new(options, data, start);
+    let mut released = start;
+    loop {
+        if parser.pos() >= stop && !parser.has_pending() {
+            break;
+        }
         match parser.next_event() {
             Some(ev) => d.add(&ev),
             None => break,
         }
         for offset in parser.take_skipped() {
             d.r.no_statement += 1;
-            d.r.malformed.push((offset as u64, 0, Bad::Truncated));
+            let line = d.line_at(offset as u64);
+            d.r.malformed.push((offset as u64, line, Bad::Truncated));
+        }
+        if release && parser.pos() > released + RELEASE_STEP {
+            // Keep a margin behind the reader: line numbers may look a little back.
+            released = drop_pages(data, released, parser.pos() - RELEASE_STEP / 2);
         }
     }
     for offset in parser.take_skipped() {
         d.r.no_statement += 1;
-        d.r.malformed.push((offset as u64, 0, Bad::Truncated));
+        let line = d.line_at(offset as u64);
+        d.r.malformed.push((offset as u64, line, Bad::Truncated));
     }
+    let end_pos = parser.pos();
+    d.line_at(end_pos as u64);
     let mut r = d.r;
-    r.end = parser.pos();
-    r.newlines = memchr_iter(b'\n', &data[start.min(r.end)..r.end]).count() as u64;
-    // Line numbers (from the range's start, line 1) of samples and malformed events.
-    let mut wanted: Vec<u64> = r.malformed.iter().map(|m| m.0).collect();
-    for (_, c) in &r.classes {
-        if let Some(s) = &c.sample {
-            wanted.push(s.offset);
-        }
-    }
-    if let Some(s) = r.other.as_ref().and_then(|o| o.sample.as_ref()) {
-        wanted.push(s.offset);
-    }
-    wanted.sort_unstable();
-    wanted.dedup();
-    let mut lines = HashMap::with_capacity(wanted.len());
-    let (mut pos, mut line) = (start, 1u64);
-    for &o in &wanted {
-        let o = (o as usize).min(data.len());
-        if o > pos {
-            line += memchr_iter(b'\n', &data[pos..o]).count() as u64;
-            pos = o;
-        }
-        lines.insert(o as u64, line);
-    }
-    let line_of = |o: u64| lines.get(&(o.min(data.len() as u64))).copied().unwrap_or(1);
-    for m in &mut r.malformed {
-        m.1 = line_of(m.0);
-    }
-    for (_, c) in &mut r.classes {
-        if let Some(s) = &mut c.sample {
-            s.line = line_of(s.offset);
-        }
-    }
-    if let Some(s) = r.other.as_mut().and_then(|o| o.sample.as_mut()) {
-        s.line = line_of(s.offset);
+    r.end = end_pos;
+    r.newlines = d.line - 1;
+    if release {
+        drop_pages(data, released, end_pos);
     }
     r
+}
+
+/// Bytes digested between two page releases.
+const RELEASE_STEP: usize = 64 << 20;
+
+/// `madvise(MADV_DONTNEED)` on the whole pages of `data[from..to]`; returns where the
+/// released part ends.
+fn drop_pages(data: &[u8], from: usize, to: usize) -> usize {
+    const PAGE: usize = 4096;
+    let base = data.as_ptr() as usize;
+    let a = (base + from).div_ceil(PAGE) * PAGE;
+    let b = (base + to) / PAGE * PAGE;
+    if b > a {
+        // SAFETY: the range lies inside `data`, a read-only file mapping (the caller's
+        // promise): dropped pages are read again from the file if touched.
+        unsafe {
+            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_DONTNEED);
+        }
+        return b - base;
+    }
+    from
 }

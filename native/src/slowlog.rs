@@ -82,7 +82,7 @@ enum StmtSrc {
 /// One event as pt's parse_event returns it: its properties, later keys winning.
 pub struct Event<'p> {
     props: &'p [(Item, Option<Item>)],
-    known: &'p [u16; 7],
+    known: &'p [u16; 10],
     stmt: &'p [u8],
     arena: &'p [u8],
     data: &'p [u8],
@@ -190,7 +190,7 @@ pub struct Parser<'d> {
     items: Vec<Item>,
     props: Vec<(Item, Option<Item>)>,
     sigs: Vec<u64>,
-    known: [u16; 7],
+    known: [u16; 10],
     mysqld: memmem::Finder<'static>,
     newline_t: memmem::Finder<'static>,
     uh: memmem::Finder<'static>,
@@ -220,7 +220,7 @@ impl<'d> Parser<'d> {
             items: Vec::with_capacity(64),
             props: Vec::with_capacity(32),
             sigs: Vec::with_capacity(32),
-            known: [u16::MAX; 7],
+            known: [u16::MAX; 10],
             mysqld: memmem::Finder::new(b"mysqld,"),
             newline_t: memmem::Finder::new(b"\nT"),
             uh: memmem::Finder::new(USER_HOST),
@@ -786,9 +786,23 @@ pub enum Known {
     User,
     Host,
     RateLimit,
+    QueryTime,
+    ThreadId,
+    RowsAffected,
 }
 
-const KNOWN_KEYS: [&[u8]; 7] = [b"arg", b"db", b"Schema", b"ts", b"user", b"host", b"Log_slow_rate_limit"];
+const KNOWN_KEYS: [&[u8]; 10] = [
+    b"arg",
+    b"db",
+    b"Schema",
+    b"ts",
+    b"user",
+    b"host",
+    b"Log_slow_rate_limit",
+    b"Query_time",
+    b"Thread_id",
+    b"Rows_affected",
+];
 
 /// Perl's `{ @properties }`: walk the flat list in pairs; a repeated key keeps its first
 /// place and takes the later value; an odd last key gets undef. Also notes where the
@@ -800,11 +814,11 @@ fn resolve_pairs(
     data: &[u8],
     out: &mut Vec<(Item, Option<Item>)>,
     sigs: &mut Vec<u64>,
-    known: &mut [u16; 7],
+    known: &mut [u16; 10],
 ) {
     out.clear();
     sigs.clear();
-    *known = [u16::MAX; 7];
+    *known = [u16::MAX; 10];
     let bytes = |it: Item| -> &[u8] {
         match it {
             Item::Const(c) => c,
