@@ -51,8 +51,8 @@ from govern.slowlog import SEPARATOR
 
 SEGMENT = 16 * 1024 * 1024
 #: The native core digests a range fast and hands Python finished classes to merge: a
-#: file is cut into few large segments (two per worker, at most this size), so merging
-#: stays a small part of the work.
+#: file is cut into few large segments (two or more per worker, about this size at
+#: most), so merging stays a small part of the work.
 NATIVE_SEGMENT_LIMIT = 1024 * 1024 * 1024
 #: Below this, a plain file is digested in the parent: starting workers costs more.
 PARALLEL_MINIMUM = 8 * 1024 * 1024
@@ -129,8 +129,11 @@ def segment_size(options: DigestOptions, size: int, jobs: int) -> int:
     if options.segment is not None:
         return options.segment
     if native_engine.usable(options.engine(None)):
-        share = size // (2 * jobs) + 1 if jobs > 1 else size
-        return max(SEGMENT, min(NATIVE_SEGMENT_LIMIT, share))
+        if jobs <= 1:
+            return max(1, PARALLEL_MINIMUM, min(NATIVE_SEGMENT_LIMIT, size))
+        # A multiple of the workers, at least two each, so none waits idle at the end.
+        rounds = max(2, -(-size // (jobs * NATIVE_SEGMENT_LIMIT)))
+        return max(1, PARALLEL_MINIMUM, size // (jobs * rounds))
     return SEGMENT
 
 
