@@ -4,6 +4,18 @@ from typing import Any
 
 def fingerprint(query: bytes) -> bytes: ...
 def query_id(fingerprint: bytes) -> str: ...
+def digest_range(
+    data: Any,
+    start: int,
+    stop: int,
+    end: int,
+    max_classes: int,
+    context_ts: bytes | None,
+    context_db: bytes | None,
+    context_known: bool,
+    server_salt: int,
+    release: bool = False,
+) -> tuple[Any, ...]: ...
 def digest_file(path: Path, threads: int = 0, max_classes: int | None = None) -> Digest: ...
 
 class Digest:

@@ -373,7 +373,10 @@ def parse_record(record: Record) -> RawEvent:
             event.user, event.host, event.ip, event.thread = user_host
             got_uh = True
         elif admin is not None and not got_ac:
-            event.arg = admin
+            # pt pushes ``arg`` for the admin line; a statement line after the header
+            # pushes it again and wins (``{ @properties }``: later keys win).
+            if record.split < 0:
+                event.arg = admin
             event.admin = got_ac = True
         elif pairs is not None:
             attributes.update(pairs)

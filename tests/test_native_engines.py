@@ -1,8 +1,8 @@
-"""The native core against the Python engine (issue 4), on every corpus log.
+"""The core's whole-file digest (``native.digest_file``) against the Python engine, per corpus log.
 
-Not yet the full JSON conformance issue 10 asks for: the core does not compute every
-aggregate of docs/digest.md (see docs/notes/issue-10.md). What both compute must agree
-exactly: the classes and their counts, every numeric attribute (count, exact sum, min,
+The full JSON conformance of the engine's path (``range.rs`` behind ``digest_range``) is in
+tests/test_digest_native_conformance.py; this checks the part-1 ``Digest`` API, which
+computes a subset of the aggregates. What both compute must agree exactly: the classes and their counts, every numeric attribute (count, exact sum, min,
 max, sketch buckets, in micro-units), Yes/No flags, value counts of db, user and host,
 and the events counted as without statement or malformed.
 """

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 from govern import sketch
+from govern.digest import native_engine
 from govern.digest.aggregate import (
     SAMPLE_LIMIT,
     ClassAgg,
@@ -724,6 +725,10 @@ def digest_range(
     """
     options = options or EngineOptions()
     context = context or Context(known=at_start)
+    if native_engine.usable(options):
+        return native_engine.digest_range(
+            data, start, stop, end=end, file=file, options=options, context=context
+        )
     with _without_cycle_collector():
         records, reached = read_records(data, start, stop, at_start=at_start, end=end)
         digester = Digester(options, context, file)

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from multiprocessing.pool import AsyncResult, Pool
 
+from govern.digest import native_engine
 from govern.digest.aggregate import Partial, close_runs, merge
 from govern.digest.engine import (
     Context,
@@ -49,6 +50,10 @@ from govern.progress import Progress, progress
 from govern.slowlog import SEPARATOR
 
 SEGMENT = 16 * 1024 * 1024
+#: The native core digests a range fast and hands Python finished classes to merge: a
+#: file is cut into few large segments (two or more per worker, about this size at
+#: most), so merging stays a small part of the work.
+NATIVE_SEGMENT_LIMIT = 1024 * 1024 * 1024
 #: Below this, a plain file is digested in the parent: starting workers costs more.
 PARALLEL_MINIMUM = 8 * 1024 * 1024
 
@@ -65,7 +70,7 @@ class DigestOptions:
     filter_texts: list[str] = field(default_factory=list)
     host: str | None = None
     jobs: int = 0  # 0: one per CPU
-    segment: int = SEGMENT
+    segment: int | None = None  # bytes per segment; None: SEGMENT, larger for the native core
     show_progress: bool | None = None  # None: on a terminal only
 
     def engine(self, host: str | None) -> EngineOptions:
@@ -119,13 +124,29 @@ def _run_segment(segment: _Segment, context: Context | None = None) -> RangeResu
             data.close()
 
 
-def _file_segments(index: int, item: Input, options: DigestOptions) -> Iterator[_Segment]:
+def segment_size(options: DigestOptions, size: int, jobs: int) -> int:
+    """Bytes per segment of a plain file of ``size`` bytes."""
+    if options.segment is not None:
+        return options.segment
+    if native_engine.usable(options.engine(None)):
+        if jobs <= 1:
+            return max(1, PARALLEL_MINIMUM, min(NATIVE_SEGMENT_LIMIT, size))
+        # A multiple of the workers, at least two each, so none waits idle at the end.
+        rounds = max(2, -(-size // (jobs * NATIVE_SEGMENT_LIMIT)))
+        return max(1, PARALLEL_MINIMUM, size // (jobs * rounds))
+    return SEGMENT
+
+
+def _file_segments(
+    index: int, item: Input, options: DigestOptions, jobs: int
+) -> Iterator[_Segment]:
     assert item.path is not None
     data = open_mmap(item.path)
     try:
         check_text(item.name, bytes(data[:65536]))
-        parts = max(1, len(data) // options.segment)
-        points = split_points(data, parts, min(options.segment, PARALLEL_MINIMUM))
+        segment = segment_size(options, len(data), jobs)
+        parts = max(1, len(data) // segment)
+        points = split_points(data, parts, min(segment, PARALLEL_MINIMUM))
     finally:
         if not isinstance(data, bytes):
             data.close()
@@ -144,13 +165,14 @@ def _stream_segments(index: int, item: Input, options: DigestOptions) -> Iterato
     segment carrying two records beyond ``high`` never runs out of text.
     """
     engine = options.engine(item.host)
+    each = options.segment or SEGMENT
     buffer = b""
     base = 0
     first = True
     consumed = 0
-    blocks = stream_blocks(item, min(options.segment, 16 * 1024 * 1024))
+    blocks = stream_blocks(item, min(each, 16 * 1024 * 1024))
     ended = False
-    wanted = options.segment + 1024 * 1024
+    wanted = each + 1024 * 1024
     while not ended or buffer:
         while not ended and len(buffer) < wanted:
             block = next(blocks, None)
@@ -176,12 +198,12 @@ def _stream_segments(index: int, item: Input, options: DigestOptions) -> Iterato
                     engine,
                 )
             return
-        cut = buffer.find(SEPARATOR, options.segment)
+        cut = buffer.find(SEPARATOR, each)
         slack = _slack_end(buffer, cut, 2)
         if cut < 0 or slack < 0:
-            wanted = len(buffer) + options.segment  # long records: read on
+            wanted = len(buffer) + each  # long records: read on
             continue
-        wanted = options.segment + 1024 * 1024
+        wanted = each + 1024 * 1024
         high = cut + len(SEPARATOR)
         yield _Segment(
             index,
@@ -260,7 +282,7 @@ def digest_paths(arguments: list[str], options: DigestOptions | None = None) -> 
     total_size = (
         sum(item.size or 0 for item in inputs) if all(i.size is not None for i in inputs) else None
     )
-    segments = _all_segments(inputs, options)
+    segments = _all_segments(inputs, options, jobs if parallel else 1)
     if parallel:
         # Fork the workers before the progress bar starts its drawing thread.
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
@@ -311,10 +333,10 @@ def digest_bytes(
     )
 
 
-def _all_segments(inputs: list[Input], options: DigestOptions) -> Iterator[_Segment]:
+def _all_segments(inputs: list[Input], options: DigestOptions, jobs: int) -> Iterator[_Segment]:
     for index, item in enumerate(inputs):
         if item.seekable:
-            yield from _file_segments(index, item, options)
+            yield from _file_segments(index, item, options, jobs)
         else:
             yield from _stream_segments(index, item, options)
 

@@ -177,28 +177,28 @@ impl Part {
 }
 
 /// What the digest does with one attribute name, decided once per name.
-struct KeyInfo {
-    name: Box<[u8]>,
-    ignored: bool,
-    categorical: bool,
-    admin_zeroed: bool,
-    num_id: Option<u16>,
-    flag_id: Option<u16>,
-    text_id: Option<u16>,
+pub(crate) struct KeyInfo {
+    pub(crate) name: Box<[u8]>,
+    pub(crate) ignored: bool,
+    pub(crate) categorical: bool,
+    pub(crate) admin_zeroed: bool,
+    pub(crate) num_id: Option<u16>,
+    pub(crate) flag_id: Option<u16>,
+    pub(crate) text_id: Option<u16>,
 }
 
 /// Attribute names of recent events: logs repeat the same header lines in the same
 /// order, so the info for the k-th property is usually the previous event's k-th.
 #[derive(Default)]
-struct KeyCache {
-    infos: Vec<KeyInfo>,
+pub(crate) struct KeyCache {
+    pub(crate) infos: Vec<KeyInfo>,
     by_name: hashbrown::HashMap<Box<[u8]>, usize, foldhash::fast::FixedState>,
     by_position: Vec<usize>,
 }
 
 impl KeyCache {
     #[inline]
-    fn lookup(&mut self, position: usize, key: &[u8]) -> usize {
+    pub(crate) fn lookup(&mut self, position: usize, key: &[u8]) -> usize {
         if let Some(&i) = self.by_position.get(position) {
             if &self.infos[i].name[..] == key {
                 return i;

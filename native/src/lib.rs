@@ -16,6 +16,8 @@
 //! - `sketch`: the mergeable quantile sketch;
 //! - `aggregate`: per-class statistics and their merge;
 //! - `digest`: pt's event pipeline into a `Part`, and the merge of parts;
+//! - `range`: one byte range digested as the Python engine does (every aggregate);
+//! - `hashes`: BLAKE2b-8, CRC-32 and splitmix64 for those aggregates;
 //! - `parallel`: one log split at record boundaries and digested on all cores;
 //! - `file`: a log file, memory-mapped;
 //! - `stream`: a log arriving in pieces (stdin, decompressed files).
@@ -24,9 +26,11 @@ pub mod aggregate;
 pub mod digest;
 pub mod file;
 pub mod fingerprint;
+pub mod hashes;
 pub mod number;
 pub mod parallel;
 pub mod perl;
+pub mod range;
 pub mod records;
 pub mod sketch;
 pub mod slowlog;

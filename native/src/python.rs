@@ -4,9 +4,13 @@
 //! bytes and integers on request: no object per event crosses the boundary, and the GIL
 //! is released while a log is digested.
 
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyIndexError, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
+use std::collections::HashMap;
+
+use crate::range::{Bad, RangeDigest, RangeOptions, Run};
 
 use crate::aggregate::{ClassStats, Kind};
 use crate::digest::Part;
@@ -166,8 +170,194 @@ fn class_to_dict<'py>(py: Python<'py>, part: &Part, st: &ClassStats) -> PyResult
     Ok(d)
 }
 
+/// One byte range digested as govern's Python engine does (`crate::range`), returned
+/// as plain tuples for `govern/digest/native_engine.py` (which documents the layout).
+/// `data` is any buffer (bytes, an mmap); the GIL is released while digesting. `release`
+/// (only for a read-only mmap of a file) drops digested pages from resident memory.
+#[pyfunction]
+#[pyo3(signature = (data, start, stop, end, max_classes, context_ts, context_db, context_known, server_salt, release=false))]
+#[allow(clippy::too_many_arguments)]
+fn digest_range<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    start: usize,
+    stop: usize,
+    end: usize,
+    max_classes: usize,
+    context_ts: Option<&[u8]>,
+    context_db: Option<&[u8]>,
+    context_known: bool,
+    server_salt: u64,
+    release: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let buffer = PyBuffer::<u8>::get(data)?;
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err("digest_range needs a contiguous buffer"));
+    }
+    let (ptr, len) = (buffer.buf_ptr() as usize, buffer.len_bytes());
+    let options = RangeOptions { max_classes, context_ts, context_db, context_known, server_salt };
+    let result = py.detach(|| {
+        // SAFETY: `buffer` keeps the exported memory alive and unmoved until it is dropped,
+        // after this closure returns; nothing writes to it meanwhile (a read-only export).
+        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        crate::range::digest_range(bytes, start.min(len), stop, end, &options, release)
+    });
+    drop(buffer);
+    range_to_tuple(py, &result)
+}
+
+fn opt_bytes<'py>(py: Python<'py>, v: Option<&[u8]>) -> Bound<'py, PyAny> {
+    match v {
+        Some(b) => PyBytes::new(py, b).into_any(),
+        None => py.None().into_bound(py),
+    }
+}
+
+fn ts_str<'py>(py: Python<'py>, ts: Option<crate::range::Ts>) -> Bound<'py, PyAny> {
+    match ts {
+        Some(t) => PyString::new(py, &String::from_utf8_lossy(t.as_bytes())).into_any(),
+        None => py.None().into_bound(py),
+    }
+}
+
+fn range_to_tuple<'py>(py: Python<'py>, r: &RangeDigest) -> PyResult<Bound<'py, PyTuple>> {
+    let mut ids: HashMap<u32, String> = HashMap::new();
+    let malformed = PyList::empty(py);
+    for (offset, line, bad) in &r.malformed {
+        let raw = match bad {
+            Bad::Truncated => None,
+            Bad::QueryTime(raw) => Some(&raw[..]),
+        };
+        malformed.append((*offset, *line, opt_bytes(py, raw)))?;
+    }
+    let minutes = PyList::empty(py);
+    for (minute, n, micro) in &r.minutes {
+        minutes.append((ts_str(py, Some(*minute)), *n, *micro))?;
+    }
+    let classes = PyList::empty(py);
+    for (fp, class) in &r.classes {
+        classes.append(class_to_tuple(py, r, Some(*fp), class, &mut ids)?)?;
+    }
+    let other = match &r.other {
+        Some(o) => class_to_tuple(py, r, None, o, &mut ids)?.into_any(),
+        None => py.None().into_bound(py),
+    };
+    let fp = |k: Option<u32>| opt_bytes(py, k.map(|k| r.fingerprints.get(k)));
+    let run = |run: &Run| (fp(run.key), run.length, fp(run.lead));
+    let conns = PyList::empty(py);
+    for c in &r.conns {
+        conns.append((
+            PyBytes::new(py, &c.name),
+            run(&c.run),
+            c.first_run.as_ref().map(run),
+            run(&c.single),
+            c.first_single.as_ref().map(run),
+        ))?;
+    }
+    let items: Vec<Bound<'py, PyAny>> = vec![
+        r.end.into_pyobject(py)?.into_any(),
+        r.newlines.into_pyobject(py)?.into_any(),
+        r.events.into_pyobject(py)?.into_any(),
+        r.no_statement.into_pyobject(py)?.into_any(),
+        malformed.into_any(),
+        ts_str(py, r.last_ts),
+        PyBool::new(py, r.ts_known).to_owned().into_any(),
+        opt_bytes(py, r.last_db.map(|d| r.texts.get(d))),
+        PyBool::new(py, r.db_known).to_owned().into_any(),
+        minutes.into_any(),
+        (r.minutes_unknown.0, r.minutes_unknown.1).into_pyobject(py)?.into_any(),
+        classes.into_any(),
+        other,
+        conns.into_any(),
+    ];
+    PyTuple::new(py, items)
+}
+
+fn runs_to_tuple<'py>(
+    py: Python<'py>,
+    r: &RangeDigest,
+    runs: &crate::range::Runs,
+    ids: &mut HashMap<u32, String>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let leads = PyList::empty(py);
+    for &(lead, n, calls) in &runs.leads {
+        let id = ids.entry(lead).or_insert_with(|| query_id(r.fingerprints.get(lead)));
+        leads.append((id.as_str(), n, calls))?;
+    }
+    (runs.runs, runs.calls, runs.repeated_calls, runs.longest, PyList::new(py, &runs.lengths)?, leads, runs.leads_other)
+        .into_pyobject(py)
+}
+
+fn class_to_tuple<'py>(
+    py: Python<'py>,
+    r: &RangeDigest,
+    fp: Option<u32>,
+    c: &crate::range::Class,
+    ids: &mut HashMap<u32, String>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let metrics = PyList::empty(py);
+    for (i, s) in c.nums.iter().enumerate().filter(|(_, s)| s.count() > 0) {
+        metrics.append((
+            PyBytes::new(py, r.num_names.get(i as u32)),
+            s.count(),
+            s.sum(),
+            s.min(),
+            s.max(),
+            PyList::new(py, s.buckets())?,
+            c.decimal[i],
+        ))?;
+    }
+    let flags = PyList::empty(py);
+    for (i, &(yes, n)) in c.flags.iter().enumerate().filter(|(_, f)| f.1 > 0) {
+        flags.append((PyBytes::new(py, r.flag_names.get(i as u32)), yes, n))?;
+    }
+    let strings = PyList::empty(py);
+    for (i, values) in c.strings.iter().enumerate().filter(|(_, v)| !v.list.is_empty() || v.other > 0) {
+        let list = PyList::new(py, values.list.iter().map(|&(v, n)| (PyBytes::new(py, r.texts.get(v)), n)))?;
+        strings.append((PyBytes::new(py, r.text_names.get(i as u32)), list, values.other))?;
+    }
+    let sample = match &c.sample {
+        Some(s) => (
+            s.query_time,
+            PyBytes::new(py, &s.query),
+            s.truncated,
+            ts_str(py, s.ts),
+            opt_bytes(py, s.db.map(|d| r.texts.get(d))),
+            opt_bytes(py, s.user.map(|d| r.texts.get(d))),
+            opt_bytes(py, s.host.map(|d| r.texts.get(d))),
+            s.line,
+            s.unknown_ts,
+            s.unknown_db,
+        )
+            .into_pyobject(py)?
+            .into_any(),
+        None => py.None().into_bound(py),
+    };
+    let items: Vec<Bound<'py, PyAny>> = vec![
+        opt_bytes(py, fp.map(|f| r.fingerprints.get(f))),
+        c.kind.into_pyobject(py)?.into_any(),
+        c.count.into_pyobject(py)?.into_any(),
+        ts_str(py, c.ts_min),
+        ts_str(py, c.ts_max),
+        metrics.into_any(),
+        flags.into_any(),
+        strings.into_any(),
+        PyList::new(py, c.histogram)?.into_any(),
+        sample,
+        runs_to_tuple(py, r, &c.runs, ids)?.into_any(),
+        runs_to_tuple(py, r, &c.single_runs, ids)?.into_any(),
+        PyList::new(py, &c.connections.0)?.into_any(),
+        PyList::new(py, &c.texts.0)?.into_any(),
+        PyTuple::new(py, c.fit)?.into_any(),
+        c.unknown_db.into_pyobject(py)?.into_any(),
+        PyBool::new(py, c.unknown_ts).to_owned().into_any(),
+    ];
+    PyTuple::new(py, items)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(digest_range, m)?)?;
     m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(py_query_id, m)?)?;
     m.add_function(wrap_pyfunction!(digest_file, m)?)?;

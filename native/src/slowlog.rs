@@ -82,12 +82,17 @@ enum StmtSrc {
 /// One event as pt's parse_event returns it: its properties, later keys winning.
 pub struct Event<'p> {
     props: &'p [(Item, Option<Item>)],
-    known: &'p [u16; 7],
+    known: &'p [u16; 10],
     stmt: &'p [u8],
     arena: &'p [u8],
     data: &'p [u8],
     /// Byte offset pt reports as `pos_in_log`.
     pub pos_in_log: u64,
+    /// Where govern's Python reader places the record (govern/slowlog.py `Record.offset`):
+    /// its start, the header after a leading banner, the start of a read-ahead piece.
+    pub offset: u64,
+    /// The record ran to the end of the input without a separator (it may be cut short).
+    pub at_end: bool,
 }
 
 impl<'p> Event<'p> {
@@ -171,13 +176,21 @@ pub struct Parser<'d> {
     hit_end: bool,
     seps: Separators,
     pending: VecDeque<Vec<u8>>,
+    /// Python offsets of the pending records (see `Event::offset`).
+    pending_offsets: VecDeque<usize>,
+    /// The data ends where the input ends (else records running to it are not cut short).
+    input_end: bool,
+    cur_offset: usize,
+    cur_at_end: bool,
+    /// Python offsets of header-only records pt skips at the end of the input.
+    skipped: Vec<usize>,
     stmt_buf: Vec<u8>,
     cur: StmtSrc,
     arena: Vec<u8>,
     items: Vec<Item>,
     props: Vec<(Item, Option<Item>)>,
     sigs: Vec<u64>,
-    known: [u16; 7],
+    known: [u16; 10],
     mysqld: memmem::Finder<'static>,
     newline_t: memmem::Finder<'static>,
     uh: memmem::Finder<'static>,
@@ -196,13 +209,18 @@ impl<'d> Parser<'d> {
             hit_end: false,
             seps: Separators::default(),
             pending: VecDeque::new(),
+            pending_offsets: VecDeque::new(),
+            input_end: true,
+            cur_offset: 0,
+            cur_at_end: false,
+            skipped: Vec::new(),
             stmt_buf: Vec::new(),
             cur: StmtSrc::Buf,
             arena: Vec::new(),
             items: Vec::with_capacity(64),
             props: Vec::with_capacity(32),
             sigs: Vec::with_capacity(32),
-            known: [u16::MAX; 7],
+            known: [u16::MAX; 10],
             mysqld: memmem::Finder::new(b"mysqld,"),
             newline_t: memmem::Finder::new(b"\nT"),
             uh: memmem::Finder::new(USER_HOST),
@@ -212,8 +230,19 @@ impl<'d> Parser<'d> {
     /// A parser resuming another one's state (see `into_state`).
     pub fn with_pending(data: &'d [u8], pos: usize, pending: VecDeque<Vec<u8>>) -> Self {
         let mut p = Parser::new(data, pos);
+        p.pending_offsets = pending.iter().map(|_| pos).collect();
         p.pending = pending;
         p
+    }
+
+    /// Say whether the data's end is the input's end (default: yes).
+    pub fn set_input_end(&mut self, input_end: bool) {
+        self.input_end = input_end;
+    }
+
+    /// Offsets (see `Event::offset`) of header-only records skipped since the last call.
+    pub fn take_skipped(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.skipped)
     }
 
     /// Report positions as offsets from `base` (when `data` is a window of the input).
@@ -259,7 +288,16 @@ impl<'d> Parser<'d> {
         };
         let stmt = self.stmt_of(self.cur);
         let pos_in_log = self.base + this_pos as u64;
-        Some(Event { props: &self.props, known: &self.known, stmt, arena: &self.arena, data: self.data, pos_in_log })
+        Some(Event {
+            props: &self.props,
+            known: &self.known,
+            stmt,
+            arena: &self.arena,
+            data: self.data,
+            pos_in_log,
+            offset: self.base + self.cur_offset as u64,
+            at_end: self.cur_at_end,
+        })
     }
 
     /// One pass of parse_event's EVENT loop; the properties land in `self.props`.
@@ -269,11 +307,28 @@ impl<'d> Parser<'d> {
             // 1. The next record: a pending one first, else read one.
             let src = if let Some(chunk) = self.pending.pop_front() {
                 self.stmt_buf = chunk;
+                self.cur_offset = self.pending_offsets.pop_front().unwrap_or(self.pos);
+                self.cur_at_end = false;
                 StmtSrc::Buf
             } else {
                 let Some((a, b)) = read_at(&self.seps, data, &mut self.pos, &mut self.hit_end, false) else {
                     return Parsed::End;
                 };
+                let raw = &data[a..b];
+                let separated = raw.ends_with(b";\n#");
+                self.cur_at_end = !separated && b == data.len() && self.input_end;
+                self.cur_offset = a;
+                // govern's reader points a record that starts with stray text (a banner)
+                // at its first header line when it reads it the slow way.
+                if let Some(&first) = raw.first() {
+                    if !matches!(first, b'#' | b' ' | b'\n')
+                        && (first == b'/' || first.is_ascii_uppercase() || !separated || self.has_banner(raw))
+                    {
+                        if let Some(h) = memmem::find(raw, b"\n#") {
+                            self.cur_offset = a + h + 1;
+                        }
+                    }
+                }
                 StmtSrc::Data(a, b)
             };
             let this_pos = *pos_in_log;
@@ -291,6 +346,7 @@ impl<'d> Parser<'d> {
                         let first = chunks.remove(0);
                         for c in chunks.into_iter().rev() {
                             self.pending.push_front(c);
+                            self.pending_offsets.push_front(self.cur_offset);
                         }
                         self.stmt_buf = first;
                     } else {
@@ -385,6 +441,7 @@ impl<'d> Parser<'d> {
                 if !found_arg && line_end == len {
                     // A header line ends the record: pt reads up to the next ";\n".
                     let Some((a, b)) = read_at(&self.seps, data, &mut self.pos, &mut self.hit_end, true) else {
+                        self.skipped.push(self.cur_offset);
                         return Parsed::Skipped;
                     };
                     let l = &data[a..b];
@@ -394,6 +451,7 @@ impl<'d> Parser<'d> {
                             chunk.extend_from_slice(&data[c..d]);
                         }
                         self.pending.push_back(chunk);
+                        self.pending_offsets.push_back(a);
                         items.extend([Item::Const(b"cmd"), Item::Const(b"Query"), Item::Const(b"arg")]);
                         items.extend([Item::Const(b"/* No query */"), Item::Const(b"bytes"), Item::Num(0)]);
                     } else {
@@ -728,9 +786,23 @@ pub enum Known {
     User,
     Host,
     RateLimit,
+    QueryTime,
+    ThreadId,
+    RowsAffected,
 }
 
-const KNOWN_KEYS: [&[u8]; 7] = [b"arg", b"db", b"Schema", b"ts", b"user", b"host", b"Log_slow_rate_limit"];
+const KNOWN_KEYS: [&[u8]; 10] = [
+    b"arg",
+    b"db",
+    b"Schema",
+    b"ts",
+    b"user",
+    b"host",
+    b"Log_slow_rate_limit",
+    b"Query_time",
+    b"Thread_id",
+    b"Rows_affected",
+];
 
 /// Perl's `{ @properties }`: walk the flat list in pairs; a repeated key keeps its first
 /// place and takes the later value; an odd last key gets undef. Also notes where the
@@ -742,11 +814,11 @@ fn resolve_pairs(
     data: &[u8],
     out: &mut Vec<(Item, Option<Item>)>,
     sigs: &mut Vec<u64>,
-    known: &mut [u16; 7],
+    known: &mut [u16; 10],
 ) {
     out.clear();
     sigs.clear();
-    *known = [u16::MAX; 7];
+    *known = [u16::MAX; 10];
     let bytes = |it: Item| -> &[u8] {
         match it {
             Item::Const(c) => c,

@@ -1,0 +1,895 @@
+//! One byte range of a log digested exactly as govern's Python engine digests it
+//! (`govern.digest.engine.digest_range`, specified in docs/digest.md): the range's
+//! records, every per-class aggregate of issue 4, 6 and 9, runs still open at the
+//! range's ends, line numbers counted from the range's start. Python turns the result
+//! into the engine's `Partial` by walking classes, and its runner splits, merges and
+//! stitches ranges as it does for the Python engine, so both give the same JSON.
+//!
+//! The per-event rules are those of `Digester._aggregate` and `_flush` in
+//! govern/digest/engine.py, done event by event instead of in batches: every cap
+//! (1,000 values, 100 leads, the class cap) keeps values in order of first
+//! appearance, which is what the batches give too.
+
+/// Maps with a fast fixed hasher (keys are not attacker-chosen in a way that matters here).
+type HashMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
+
+use memchr::memchr_iter;
+use regex::bytes::Regex;
+
+use crate::aggregate::{Interner, NumStats};
+use crate::digest::KeyCache;
+use crate::fingerprint::Fingerprinter;
+use crate::hashes::{blake2b_8, crc32, mix64};
+use crate::number::{classify, Typed};
+use crate::perl::truthy;
+use crate::slowlog::{Event, Known, Parser};
+
+pub const SAMPLE_LIMIT: usize = 64 * 1024;
+pub const DISTINCT_LIMIT: usize = 1000;
+pub const LEADS_LIMIT: usize = 100;
+pub const DISTINCT_K: usize = 256;
+const HISTOGRAM_BOUNDS: [i128; 7] = [10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+
+/// Statement kinds (engine.py `_READ`, `_OTHER_WRITE`, `_INSERT`).
+pub const READ: u8 = 0;
+pub const OTHER_WRITE: u8 = 1;
+pub const INSERT: u8 = 2;
+
+/// A `ts` as the Python engine keeps it: `YYYY-MM-DD HH:MM:SS` text (or pt's raw value
+/// when it cannot be read), compared as text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ts {
+    len: u8,
+    buf: [u8; 32],
+}
+
+impl Ts {
+    fn from(text: &[u8]) -> Ts {
+        let mut buf = [0u8; 32];
+        let n = text.len().min(32);
+        buf[..n].copy_from_slice(&text[..n]);
+        Ts { len: n as u8, buf }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len as usize]
+    }
+}
+
+impl PartialOrd for Ts {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ts {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+/// govern/slowlog.py `normalize_time`, falling back to the raw value as `_line_info` does.
+pub fn normalize_time(raw: &[u8]) -> Ts {
+    let text = raw.trim_ascii();
+    if text.len() >= 19 && text[4] == b'-' {
+        let mut out = Vec::with_capacity(19);
+        out.extend_from_slice(&text[..10]);
+        out.push(b' ');
+        out.extend_from_slice(&text[11..19]);
+        return Ts::from(&out);
+    }
+    let parts: Vec<&[u8]> = text.split(|b| b.is_ascii_whitespace()).filter(|p| !p.is_empty()).collect();
+    let digits = |p: &[u8]| !p.is_empty() && p.iter().all(u8::is_ascii_digit);
+    if parts.len() != 2 || parts[0].len() != 6 || !digits(parts[0]) {
+        return Ts::from(raw);
+    }
+    let pieces: Vec<&[u8]> = parts[1].split(|&b| b == b':').collect();
+    if pieces.len() != 3 || !pieces.iter().all(|p| digits(p)) {
+        return Ts::from(raw);
+    }
+    let day = parts[0];
+    let mut out = Vec::with_capacity(19);
+    out.extend_from_slice(b"20");
+    out.extend_from_slice(&day[..2]);
+    out.push(b'-');
+    out.extend_from_slice(&day[2..4]);
+    out.push(b'-');
+    out.extend_from_slice(&day[4..6]);
+    for (i, p) in pieces.iter().enumerate() {
+        out.push(if i == 0 { b' ' } else { b':' });
+        // `f"{int(p):02d}"`
+        let p = &p[p.iter().take_while(|&&b| b == b'0').count()..];
+        match p.len() {
+            0 => out.extend_from_slice(b"00"),
+            1 => out.extend_from_slice(&[b'0', p[0]]),
+            _ => out.extend_from_slice(p),
+        }
+    }
+    Ts::from(&out)
+}
+
+/// Python's `bytes.strip()` whitespace.
+fn is_py_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// Value counts of one text attribute: at most 1,000 values, the rest in `other`
+/// (`ClassAgg.add_string`).
+#[derive(Debug, Default)]
+pub struct Values {
+    pub list: Vec<(u32, u64)>,
+    index: Option<HashMap<u32, usize>>,
+    pub other: u64,
+}
+
+impl Values {
+    #[inline]
+    fn add(&mut self, v: u32, n: u64) {
+        let found = match &self.index {
+            Some(index) => index.get(&v).copied(),
+            None => self.list.iter().position(|e| e.0 == v),
+        };
+        if let Some(i) = found {
+            self.list[i].1 += n;
+            return;
+        }
+        if self.list.len() + (self.other > 0) as usize >= DISTINCT_LIMIT {
+            self.other += n;
+            return;
+        }
+        self.list.push((v, n));
+        if let Some(index) = &mut self.index {
+            index.insert(v, self.list.len() - 1);
+        } else if self.list.len() > 16 {
+            let mut index = HashMap::default();
+            index.extend(self.list.iter().enumerate().map(|(i, e)| (e.0, i)));
+            self.index = Some(index);
+        }
+    }
+}
+
+/// k minimum values of 64-bit hashes, sorted (`sketch.distinct_add`).
+#[derive(Debug, Default)]
+pub struct Kmv(pub Vec<u64>);
+
+impl Kmv {
+    #[inline]
+    fn add(&mut self, h: u64) {
+        // Full, and not below the largest kept: the usual case once a class is busy.
+        if self.0.len() >= DISTINCT_K && self.0.last().is_some_and(|&max| h >= max) {
+            return;
+        }
+        if let Err(i) = self.0.binary_search(&h) {
+            if self.0.len() < DISTINCT_K {
+                self.0.insert(i, h);
+            } else if i < DISTINCT_K {
+                self.0.insert(i, h);
+                self.0.pop();
+            }
+        }
+    }
+}
+
+/// Closed runs of one class (`aggregate.Runs`); leads by fingerprint id.
+#[derive(Debug, Default)]
+pub struct Runs {
+    pub runs: u64,
+    pub calls: u64,
+    pub repeated_calls: u64,
+    pub longest: u64,
+    pub lengths: Vec<(i32, u64)>,
+    pub leads: Vec<(u32, u64, u64)>,
+    pub leads_other: Option<(u64, u64)>,
+}
+
+impl Runs {
+    fn close(&mut self, length: u64) {
+        self.runs += 1;
+        self.calls += length;
+        if length > 1 {
+            self.repeated_calls += length;
+        }
+        self.longest = self.longest.max(length);
+        let key = crate::sketch::key_of(length as i128);
+        match self.lengths.iter_mut().find(|e| e.0 == key) {
+            Some(e) => e.1 += 1,
+            None => self.lengths.push((key, 1)),
+        }
+    }
+
+    fn add_lead(&mut self, lead: u32, calls: u64) {
+        if let Some(e) = self.leads.iter_mut().find(|e| e.0 == lead) {
+            e.1 += 1;
+            e.2 += calls;
+            return;
+        }
+        if self.leads.len() + self.leads_other.is_some() as usize >= LEADS_LIMIT {
+            let o = self.leads_other.get_or_insert((0, 0));
+            o.0 += 1;
+            o.1 += calls;
+            return;
+        }
+        self.leads.push((lead, 1, calls));
+    }
+}
+
+/// A class's worst event (`aggregate.Sample`); `offset` becomes its line.
+#[derive(Debug, Default)]
+pub struct Sample {
+    pub query_time: i128,
+    pub query: Vec<u8>,
+    pub truncated: bool,
+    pub ts: Option<Ts>,
+    pub db: Option<u32>,
+    pub user: Option<u32>,
+    pub host: Option<u32>,
+    pub offset: u64,
+    pub line: u64,
+    pub unknown_ts: bool,
+    pub unknown_db: bool,
+}
+
+/// Everything the Python engine's `ClassAgg` holds, by attribute id.
+#[derive(Debug, Default)]
+pub struct Class {
+    pub kind: u8,
+    pub count: u64,
+    pub ts_min: Option<Ts>,
+    pub ts_max: Option<Ts>,
+    pub nums: Vec<NumStats>,
+    pub decimal: Vec<bool>,
+    pub flags: Vec<(u64, u64)>,
+    pub strings: Vec<Values>,
+    pub histogram: [u64; 8],
+    pub sample: Option<Box<Sample>>,
+    pub runs: Runs,
+    pub single_runs: Runs,
+    pub connections: Kmv,
+    pub texts: Kmv,
+    /// n, sx, sy, sxx, sxy of Query_time (µs) against rows per statement.
+    pub fit: [i128; 5],
+    pub unknown_db: u64,
+    pub unknown_ts: bool,
+}
+
+impl Class {
+    #[inline]
+    fn num(&mut self, id: u16) -> &mut NumStats {
+        let i = id as usize;
+        if self.nums.len() <= i {
+            self.nums.resize_with(i + 1, NumStats::default);
+            self.decimal.resize(i + 1, false);
+        }
+        &mut self.nums[i]
+    }
+
+    #[inline]
+    fn string(&mut self, id: u16, value: u32) {
+        let i = id as usize;
+        if self.strings.len() <= i {
+            self.strings.resize_with(i + 1, Values::default);
+        }
+        self.strings[i].add(value, 1);
+    }
+
+    #[inline]
+    fn see_ts(&mut self, ts: Ts) {
+        if self.ts_min.is_none_or(|m| ts < m) {
+            self.ts_min = Some(ts);
+        }
+        if self.ts_max.is_none_or(|m| ts > m) {
+            self.ts_max = Some(ts);
+        }
+    }
+}
+
+/// A run on a connection: (fingerprint id or none, length, class, lead).
+#[derive(Clone, Copy, Debug)]
+pub struct Run {
+    pub key: Option<u32>,
+    pub length: u64,
+    pub class: u32,
+    pub lead: Option<u32>,
+}
+
+/// One connection's runs in this range (engine.py `current_run`, `first_run`, …).
+#[derive(Debug)]
+pub struct Conn {
+    pub name: Box<[u8]>,
+    hash: u64,
+    pub run: Run,
+    pub first_run: Option<Run>,
+    pub single: Run,
+    pub first_single: Option<Run>,
+}
+
+/// Why an event is malformed: cut short by the end of the input, or its Query_time.
+#[derive(Debug)]
+pub enum Bad {
+    Truncated,
+    QueryTime(Vec<u8>),
+}
+
+const OTHER: u32 = u32::MAX;
+
+/// The result of one range.
+pub struct RangeDigest {
+    pub fingerprints: Interner,
+    /// Per fingerprint id: its class index, or `OTHER`.
+    class_of: Vec<u32>,
+    /// Classes in order of first appearance, with their fingerprint ids.
+    pub classes: Vec<(u32, Class)>,
+    pub other: Option<Class>,
+    pub num_names: Interner,
+    pub flag_names: Interner,
+    pub text_names: Interner,
+    pub texts: Interner,
+    pub events: u64,
+    pub no_statement: u64,
+    pub malformed: Vec<(u64, u64, Bad)>,
+    pub minutes: Vec<(Ts, u64, i128)>,
+    minute_index: HashMap<[u8; 16], usize>,
+    pub minutes_unknown: (u64, i128),
+    /// The minute of the last event and its index in `minutes` (events come in runs).
+    last_minute: ([u8; 16], usize),
+    pub last_ts: Option<Ts>,
+    pub last_db: Option<u32>,
+    pub ts_known: bool,
+    pub db_known: bool,
+    pub conns: Vec<Conn>,
+    conn_index: HashMap<Box<[u8]>, usize>,
+    pub end: usize,
+    pub newlines: u64,
+}
+
+/// What a range needs besides its bytes (engine.py `EngineOptions`, `Context`).
+pub struct RangeOptions<'a> {
+    pub max_classes: usize,
+    pub context_ts: Option<&'a [u8]>,
+    pub context_db: Option<&'a [u8]>,
+    pub context_known: bool,
+    /// `zlib.crc32(server) << 32` for a `--host` label, else 0.
+    pub server_salt: u64,
+}
+
+struct Ids {
+    query_length: u16,
+    values_rows: u16,
+    db: u16,
+    user: u16,
+    host: u16,
+}
+
+fn insert_values() -> &'static (Regex, Regex, Regex) {
+    static RE: std::sync::OnceLock<(Regex, Regex, Regex)> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        (
+            Regex::new(r"(?-u)^(?:insert|replace)\b").unwrap(),
+            Regex::new(r"(?-u)\bselect\b").unwrap(),
+            Regex::new(r"(?-u)\bvalues?[\t\n\x0b\x0c\r ]*\(").unwrap(),
+        )
+    })
+}
+
+/// engine.py: `_INSERT` when the fingerprint matches `_INSERT_VALUES`, `_OTHER_WRITE`
+/// when it matches `_WRITE`, else `_READ`.
+pub fn statement_kind(fp: &[u8]) -> u8 {
+    let (insert, select, values) = insert_values();
+    if let Some(m) = insert.find(fp) {
+        // `(?:(?!\bselect\b).)*?\bvalues?\s*\(`: a VALUES before any `select`.
+        let limit = select.find_at(fp, m.end()).map_or(usize::MAX, |s| s.start());
+        if values.find_at(fp, m.end()).is_some_and(|v| v.start() <= limit) {
+            return INSERT;
+        }
+    }
+    for w in [&b"insert"[..], b"replace", b"update", b"delete"] {
+        if fp.starts_with(w) && !fp.get(w.len()).is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_') {
+            return OTHER_WRITE;
+        }
+    }
+    READ
+}
+
+/// engine.py `_count_tuples`: `),(` separators outside quotes, plus one.
+pub fn count_tuples(arg: &[u8]) -> u64 {
+    let stripped;
+    let text: &[u8] = if arg.contains(&b'\'') || arg.contains(&b'"') {
+        stripped = strip_quoted(arg);
+        &stripped
+    } else {
+        arg
+    };
+    let mut n = 1;
+    for i in memchr_iter(b')', text) {
+        let mut j = i + 1;
+        while j < text.len() && is_py_space(text[j]) {
+            j += 1;
+        }
+        if text.get(j) != Some(&b',') {
+            continue;
+        }
+        j += 1;
+        while j < text.len() && is_py_space(text[j]) {
+            j += 1;
+        }
+        if text.get(j) == Some(&b'(') {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// `_QUOTED.sub(b"", arg)`: quoted strings with backslash escapes removed; a quote
+/// that is never closed stays.
+fn strip_quoted(arg: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(arg.len());
+    let mut i = 0;
+    'outer: while i < arg.len() {
+        let q = arg[i];
+        if q == b'\'' || q == b'"' {
+            let mut j = i + 1;
+            while j < arg.len() {
+                match arg[j] {
+                    b'\\' if j + 1 < arg.len() => j += 2,
+                    b'\\' => break,
+                    c if c == q => {
+                        i = j + 1;
+                        continue 'outer;
+                    }
+                    _ => j += 1,
+                }
+            }
+        }
+        out.push(q);
+        i += 1;
+    }
+    out
+}
+
+fn histogram_index(micro: i128) -> usize {
+    HISTOGRAM_BOUNDS.iter().position(|&b| micro < b).unwrap_or(HISTOGRAM_BOUNDS.len())
+}
+
+fn strip_backticks(s: &[u8]) -> &[u8] {
+    let a = s.iter().take_while(|&&b| b == b'`').count();
+    let s = &s[a..];
+    let b = s.iter().rev().take_while(|&&b| b == b'`').count();
+    &s[..s.len() - b]
+}
+
+/// A connection name as the Python engine hashes it: the number itself when all
+/// digits (modulo 2^64, as `mix64` masks), else its CRC-32.
+fn connection_number(name: &[u8]) -> u64 {
+    if !name.is_empty() && name.iter().all(u8::is_ascii_digit) {
+        name.iter().fold(0u64, |n, &d| n.wrapping_mul(10).wrapping_add((d - b'0') as u64))
+    } else {
+        crc32(name) as u64
+    }
+}
+
+struct Digester<'o> {
+    r: RangeDigest,
+    options: &'o RangeOptions<'o>,
+    data: &'o [u8],
+    /// Line numbers: `line` is the line (from the range's start, 1) at byte `line_pos`.
+    line_pos: usize,
+    line: u64,
+    keys: KeyCache,
+    fp: Fingerprinter,
+    ids: Ids,
+    ts_cache: (Vec<u8>, Ts),
+}
+
+impl<'o> Digester<'o> {
+    fn new(options: &'o RangeOptions<'o>, data: &'o [u8], start: usize) -> Self {
+        let mut num_names = Interner::default();
+        let mut text_names = Interner::default();
+        let ids = Ids {
+            query_length: num_names.id(b"Query_length") as u16,
+            values_rows: num_names.id(b"Values_rows") as u16,
+            db: text_names.id(b"db") as u16,
+            user: text_names.id(b"user") as u16,
+            host: text_names.id(b"host") as u16,
+        };
+        let mut texts = Interner::default();
+        let last_db = options.context_db.map(|d| texts.id(strip_backticks(d)));
+        Digester {
+            r: RangeDigest {
+                fingerprints: Interner::default(),
+                class_of: Vec::new(),
+                classes: Vec::new(),
+                other: None,
+                num_names,
+                flag_names: Interner::default(),
+                text_names,
+                texts,
+                events: 0,
+                no_statement: 0,
+                malformed: Vec::new(),
+                minutes: Vec::new(),
+                minute_index: HashMap::default(),
+                minutes_unknown: (0, 0),
+                last_minute: ([0xff; 16], 0),
+                last_ts: options.context_ts.map(Ts::from),
+                last_db,
+                ts_known: options.context_known,
+                db_known: options.context_known,
+                conns: Vec::new(),
+                conn_index: HashMap::default(),
+                end: 0,
+                newlines: 0,
+            },
+            options,
+            data,
+            line_pos: start,
+            line: 1,
+            keys: KeyCache::default(),
+            fp: Fingerprinter::new(),
+            ids,
+            ts_cache: (Vec::new(), Ts::from(b"")),
+        }
+    }
+
+    /// The line of byte `offset`, counting newlines once as offsets advance.
+    fn line_at(&mut self, offset: u64) -> u64 {
+        let o = (offset as usize).min(self.data.len());
+        if o >= self.line_pos {
+            self.line += memchr_iter(b'\n', &self.data[self.line_pos..o]).count() as u64;
+            self.line_pos = o;
+            self.line
+        } else {
+            self.line - memchr_iter(b'\n', &self.data[o..self.line_pos]).count() as u64
+        }
+    }
+
+    fn add(&mut self, ev: &Event) {
+        let offset = ev.offset;
+        // A record cut short by the end of the input (no statement, or only spaces)
+        // is malformed; an event without a statement is dropped, as pt does.
+        let arg = match ev.arg() {
+            a if ev.at_end && a.is_none_or(|a| a.iter().all(|&b| is_py_space(b))) => {
+                self.r.no_statement += 1;
+                let line = self.line_at(offset);
+                self.r.malformed.push((offset, line, Bad::Truncated));
+                return;
+            }
+            Some(a) if truthy(a) => a,
+            _ => {
+                self.r.no_statement += 1;
+                return;
+            }
+        };
+        let query_time = match ev.known(Known::QueryTime) {
+            None => None,
+            Some(raw) => match classify(raw) {
+                Typed::Num(v) if v >= 0 => Some(v),
+                _ => {
+                    let line = self.line_at(offset);
+                    self.r.malformed.push((offset, line, Bad::QueryTime(raw.to_vec())));
+                    return;
+                }
+            },
+        };
+        // pt's --inherit-attributes db,ts
+        if let Some(raw) = ev.known(Known::Ts) {
+            if self.ts_cache.0 != raw {
+                self.ts_cache = (raw.to_vec(), normalize_time(raw));
+            }
+            self.r.last_ts = Some(self.ts_cache.1);
+            self.r.ts_known = true;
+        }
+        if let Some(raw) = ev.known(Known::Db).or_else(|| ev.known(Known::Schema)) {
+            self.r.last_db = Some(self.r.texts.id(strip_backticks(raw)));
+            self.r.db_known = true;
+        }
+        let (ts, db) = (self.r.last_ts, self.r.last_db);
+        let (ts_known, db_known) = (self.r.ts_known, self.r.db_known);
+
+        // The class: first `max_classes` fingerprints of the range, the rest `other`.
+        let fingerprint = self.fp.fingerprint(arg);
+        let fp_id = self.r.fingerprints.id(fingerprint);
+        if fp_id as usize == self.r.class_of.len() {
+            if self.r.classes.len() < self.options.max_classes {
+                self.r.class_of.push(self.r.classes.len() as u32);
+                let kind = statement_kind(fingerprint);
+                self.r.classes.push((fp_id, Class { kind, ..Class::default() }));
+            } else {
+                self.r.class_of.push(OTHER);
+            }
+        }
+        let slot = self.r.class_of[fp_id as usize];
+        self.r.events += 1;
+        if let Some(qt) = query_time {
+            match ts {
+                None => {
+                    self.r.minutes_unknown.0 += 1;
+                    self.r.minutes_unknown.1 += qt;
+                }
+                Some(t) => {
+                    let mut key = [0u8; 16];
+                    let b = t.as_bytes();
+                    let n = b.len().min(16);
+                    key[..n].copy_from_slice(&b[..n]);
+                    let minutes = &mut self.r.minutes;
+                    let i = if self.r.last_minute.0 == key {
+                        self.r.last_minute.1
+                    } else {
+                        let i = *self.r.minute_index.entry(key).or_insert_with(|| {
+                            minutes.push((Ts::from(&b[..n]), 0, 0));
+                            minutes.len() - 1
+                        });
+                        self.r.last_minute = (key, i);
+                        i
+                    };
+                    minutes[i].1 += 1;
+                    minutes[i].2 += qt;
+                }
+            }
+        }
+        let ids = &self.ids;
+        let (ql, vr, db_attr, user_attr, host_attr) = (ids.query_length, ids.values_rows, ids.db, ids.user, ids.host);
+        let context_known = self.options.context_known;
+        // The sample's line, if this event becomes the sample (counted before `r` is borrowed).
+        let sample_line = match query_time {
+            Some(qt) => {
+                let beats = {
+                    let c = if slot == OTHER { self.r.other.as_ref() } else { Some(&self.r.classes[slot as usize].1) };
+                    c.and_then(|c| c.sample.as_ref()).is_none_or(|s| qt >= s.query_time)
+                };
+                if beats {
+                    self.line_at(offset)
+                } else {
+                    0
+                }
+            }
+            None => 0,
+        };
+        let r = &mut self.r;
+        let class =
+            if slot == OTHER { r.other.get_or_insert_with(Class::default) } else { &mut r.classes[slot as usize].1 };
+        let kind = class.kind;
+        if !ts_known && ts.is_none() {
+            class.unknown_ts = true;
+        }
+        if !db_known && db.is_none() {
+            class.unknown_db += 1;
+        }
+        class.count += 1;
+        if let Some(t) = ts {
+            class.see_ts(t);
+        }
+        let mut num_buf = crate::slowlog::itoa_buf::Buf::default();
+        let rows_affected = ev.known(Known::RowsAffected);
+        for (position, (key, value)) in ev.iter().enumerate() {
+            let Some(value) = value else { continue };
+            let k = self.keys.lookup(position, key);
+            let info = &mut self.keys.infos[k];
+            if info.ignored {
+                continue;
+            }
+            let raw = value.as_bytes(&mut num_buf);
+            let typed = if info.categorical { Typed::Text } else { classify(raw) };
+            match typed {
+                Typed::Num(v) => {
+                    let id = *info.num_id.get_or_insert_with(|| r.num_names.id(key) as u16);
+                    class.num(id).add(v);
+                    if key == b"Query_time" {
+                        class.decimal[id as usize] = true;
+                        class.histogram[histogram_index(v)] += 1;
+                    } else if raw.contains(&b'.') {
+                        class.decimal[id as usize] = true;
+                    }
+                }
+                Typed::Yes | Typed::No => {
+                    let id = *info.flag_id.get_or_insert_with(|| r.flag_names.id(key) as u16) as usize;
+                    if class.flags.len() <= id {
+                        class.flags.resize(id + 1, (0, 0));
+                    }
+                    class.flags[id].0 += (typed == Typed::Yes) as u64;
+                    class.flags[id].1 += 1;
+                }
+                Typed::Text => {
+                    let id = *info.text_id.get_or_insert_with(|| r.text_names.id(key) as u16);
+                    let v = r.texts.id(raw);
+                    class.string(id, v);
+                }
+            }
+        }
+        if let Some(d) = db {
+            class.string(db_attr, d);
+        }
+        let user = ev.known(Known::User).map(|u| r.texts.id(u));
+        let host = ev.known(Known::Host).map(|h| r.texts.id(h));
+        if let Some(u) = user {
+            class.string(user_attr, u);
+        }
+        if let Some(h) = host {
+            class.string(host_attr, h);
+        }
+        class.num(ql).add(arg.len() as i128 * 1_000_000);
+        let tuples = if kind == INSERT { count_tuples(arg) } else { 0 };
+        if kind == INSERT {
+            class.num(vr).add(tuples as i128 * 1_000_000);
+        }
+        if kind == READ {
+            class.texts.add(blake2b_8(arg));
+        }
+        if let Some(qt) = query_time {
+            if kind != READ {
+                let rows: i128 = if tuples != 0 {
+                    tuples as i128
+                } else {
+                    match rows_affected.map(classify) {
+                        Some(Typed::Num(v)) => v.div_euclid(1_000_000),
+                        _ => 0,
+                    }
+                };
+                let f = &mut class.fit;
+                f[0] += 1;
+                f[1] += rows;
+                f[2] += qt;
+                f[3] += rows * rows;
+                f[4] += rows * qt;
+            }
+            if class.sample.as_ref().is_none_or(|s| qt >= s.query_time) {
+                let s = class.sample.get_or_insert_with(Box::default);
+                let cut = arg.len().min(SAMPLE_LIMIT);
+                s.query.clear();
+                s.query.extend_from_slice(&arg[..cut]);
+                s.query_time = qt;
+                s.truncated = arg.len() > SAMPLE_LIMIT;
+                s.ts = ts;
+                s.db = db;
+                s.user = user;
+                s.host = host;
+                s.offset = offset;
+                s.line = sample_line;
+                s.unknown_ts = ts.is_none() && !context_known;
+                s.unknown_db = db.is_none() && !context_known;
+            }
+        }
+        // Runs of one class per connection, and runs of single-row writes.
+        let Some(thread) = ev.known(Known::ThreadId) else { return };
+        let single_key = match kind {
+            READ => None,
+            INSERT => (tuples == 1).then_some(fp_id),
+            _ => matches!(rows_affected, Some(b"0" | b"1")).then_some(fp_id),
+        };
+        let fresh = Run { key: Some(fp_id), length: 1, class: slot, lead: None };
+        let conn = match r.conn_index.get(thread) {
+            Some(&i) => &mut r.conns[i],
+            None => {
+                r.conn_index.insert(thread.into(), r.conns.len());
+                let hash = mix64(connection_number(thread).wrapping_add(self.options.server_salt));
+                r.conns.push(Conn {
+                    name: thread.into(),
+                    hash,
+                    run: Run { key: None, length: 0, class: OTHER, lead: None },
+                    first_run: None,
+                    single: Run { key: None, length: 0, class: OTHER, lead: None },
+                    first_single: None,
+                });
+                let conn = r.conns.last_mut().unwrap();
+                conn.single = Run { key: single_key, ..fresh };
+                conn.run = fresh;
+                let hash = conn.hash;
+                class.connections.add(hash);
+                return;
+            }
+        };
+        let single = conn.single;
+        if single.key != single_key {
+            if conn.first_single.is_some() {
+                if single.key.is_some() {
+                    let target = if single.class == OTHER {
+                        r.other.get_or_insert_with(Class::default)
+                    } else {
+                        &mut r.classes[single.class as usize].1
+                    };
+                    target.single_runs.close(single.length);
+                }
+            } else {
+                conn.first_single = Some(Run { lead: None, ..single });
+            }
+            conn.single = Run { key: single_key, ..fresh };
+        } else if single_key.is_some() {
+            conn.single.length += 1;
+        }
+        let run = conn.run;
+        if run.key == Some(fp_id) {
+            conn.run.length += 1;
+            return;
+        }
+        if conn.first_run.is_some() {
+            let target = if run.class == OTHER {
+                r.other.get_or_insert_with(Class::default)
+            } else {
+                &mut r.classes[run.class as usize].1
+            };
+            target.runs.close(run.length);
+            if let Some(lead) = run.lead {
+                target.runs.add_lead(lead, run.length);
+            }
+        } else {
+            conn.first_run = Some(Run { lead: None, ..run });
+        }
+        conn.run = Run { lead: run.key, ..fresh };
+        let hash = conn.hash;
+        let class = if slot == OTHER { r.other.as_mut().unwrap() } else { &mut r.classes[slot as usize].1 };
+        class.connections.add(hash);
+    }
+}
+
+/// Digest the records that start in `data[start..stop]`, reading at most to `end`
+/// (engine.py `digest_range` without filters). `data` is the whole buffer: a record
+/// that runs to its end without a separator may be cut short. `release` drops the pages
+/// already digested from this process's memory (only for a read-only file mapping: it
+/// would zero anonymous memory).
+pub fn digest_range(
+    data: &[u8],
+    start: usize,
+    stop: usize,
+    end: usize,
+    options: &RangeOptions,
+    release: bool,
+) -> RangeDigest {
+    let end = end.min(data.len());
+    let window = &data[..end];
+    let mut parser = Parser::new(window, start);
+    parser.set_input_end(end == data.len());
+    let mut d = Digester::new(options, data, start);
+    let mut released = start;
+    loop {
+        if parser.pos() >= stop && !parser.has_pending() {
+            break;
+        }
+        match parser.next_event() {
+            Some(ev) => d.add(&ev),
+            None => break,
+        }
+        for offset in parser.take_skipped() {
+            d.r.no_statement += 1;
+            let line = d.line_at(offset as u64);
+            d.r.malformed.push((offset as u64, line, Bad::Truncated));
+        }
+        if release && parser.pos() > released + RELEASE_STEP {
+            // Keep a margin behind the reader: line numbers may look a little back.
+            released = drop_pages(data, released, parser.pos() - RELEASE_STEP / 2);
+        }
+    }
+    for offset in parser.take_skipped() {
+        d.r.no_statement += 1;
+        let line = d.line_at(offset as u64);
+        d.r.malformed.push((offset as u64, line, Bad::Truncated));
+    }
+    let end_pos = parser.pos();
+    d.line_at(end_pos as u64);
+    let mut r = d.r;
+    r.end = end_pos;
+    r.newlines = d.line - 1;
+    if release {
+        drop_pages(data, released, end_pos);
+    }
+    r
+}
+
+/// Bytes digested between two page releases.
+const RELEASE_STEP: usize = 64 << 20;
+
+/// `madvise(MADV_DONTNEED)` on the whole pages of `data[from..to]`; returns where the
+/// released part ends.
+fn drop_pages(data: &[u8], from: usize, to: usize) -> usize {
+    const PAGE: usize = 4096;
+    let base = data.as_ptr() as usize;
+    let a = (base + from).div_ceil(PAGE) * PAGE;
+    let b = (base + to) / PAGE * PAGE;
+    if b > a {
+        // SAFETY: the range lies inside `data`, a read-only file mapping (the caller's
+        // promise): dropped pages are read again from the file if touched.
+        unsafe {
+            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_DONTNEED);
+        }
+        return b - base;
+    }
+    from
+}

@@ -1,0 +1,165 @@
+"""The native core behind the digest engine gives the Python engine's JSON (issue 10).
+
+Both engines digest the same inputs and the whole ``govern.digest`` document
+(``full_document``: classes, samples and their lines, sequences, leads, single-row
+runs, distinct texts, fits, timeline, malformed events) must be identical:
+
+* every log of the shared corpus, serially, in parallel with small segments (the
+  runner's stitching of open runs and context across ranges), with a class cap
+  below the number of classes, and with a --host label;
+* generated odd logs (banners mid-file, header-only events pt reads across,
+  administrator commands, cut-short ends, bad Query_time, quotes in VALUES,
+  hundreds of connections, values and leads past their caps, non-UTF-8 bytes);
+* a slow log recorded from the test MariaDB.
+
+The Python engine runs with the core switched off (``GOVERN_NATIVE=0`` does the
+same from the environment).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CORPUS, require_corpus
+from digest_support import record_workload
+
+import govern.digest.runner as runner
+from govern import native
+from govern.digest.result import full_document
+from govern.digest.runner import DigestOptions, digest_paths
+
+pytestmark = pytest.mark.skipif(
+    not native.available(), reason="native core not built (no cargo) or GOVERN_NATIVE=0"
+)
+
+DATA = Path(__file__).parent / "data" / "slowlogs"
+CORPUS_FILES = (
+    sorted(p.relative_to(CORPUS) for p in CORPUS.glob("*/*") if p.suffix != ".md")
+    if CORPUS.is_dir()
+    else []
+)
+
+
+def document(
+    path: Path, monkeypatch: pytest.MonkeyPatch, *, python: bool, **options: Any
+) -> dict[str, Any]:
+    """``govern.digest`` JSON of one log, by the Python engine or the core."""
+    with monkeypatch.context() as patch:
+        patch.setattr(native, "_DISABLED", python)
+        patch.setattr(runner, "PARALLEL_MINIMUM", 0)
+        return full_document(digest_paths([str(path)], DigestOptions(**options)))
+
+
+def assert_engines_agree(path: Path, monkeypatch: pytest.MonkeyPatch, segments: list[int]) -> None:
+    reference = document(path, monkeypatch, python=True, jobs=1)
+    assert document(path, monkeypatch, python=False, jobs=1) == reference, "serial"
+    for segment in segments:
+        got = document(path, monkeypatch, python=False, jobs=2, segment=segment)
+        assert got == reference, f"parallel, segments of {segment} bytes"
+    for options in ({"max_classes": 3}, {"host": "db1"}):
+        want = document(path, monkeypatch, python=True, jobs=1, **options)
+        assert document(path, monkeypatch, python=False, jobs=1, **options) == want, options
+
+
+@pytest.mark.parametrize("name", [str(p) for p in CORPUS_FILES] or ["(no corpus)"])
+def test_corpus_same_json(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = require_corpus() / name
+    small = path.stat().st_size < 200_000
+    assert_engines_agree(path, monkeypatch, [700, 5000] if small else [65536, 1_000_000])
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.log")))
+def test_format_samples_same_json(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert_engines_agree(DATA / name, monkeypatch, [100, 500])
+
+
+def odd_log(seed: int) -> bytes:
+    """A log with most of what can go wrong in one (deterministic for a seed)."""
+    rng = random.Random(seed)
+    out: list[bytes] = []
+    if rng.random() < 0.5:
+        out.append(b"/usr/sbin/mysqld, Version: 5.7.1 (x). started with:\nTcp port: 3306\n")
+        out.append(b"Time                 Id Command    Argument\n")
+    minute = 0
+    hot = seed % 4 == 1  # one class with more values than kept, and more leads
+    for i in range(2500 if hot else rng.randint(50, 400)):
+        shape = rng.random()
+        thread = rng.choice([b"1", b"2", b"3", b"42", str(rng.randint(4, 600)).encode()])
+        if rng.random() < 0.3:
+            minute += 1
+            out.append(
+                b"# Time: 2407%02d %2d:%02d:%02d\n"
+                % (1 + minute // 1440 % 28, minute // 60 % 24, minute % 60, rng.randint(0, 59))
+            )
+        elif rng.random() < 0.03:
+            out.append(b"# Time: 071318 99:48:27\n")  # unreadable: kept as pt's text
+        user = rng.choice([b"app", b"batch", b"u%d" % rng.randint(0, 1500), b"\xff\xfe"])
+        out.append(b"# User@Host: %s[%s] @ host%d [10.0.0.%d]\n" % (user, user, i % 3, i % 7))
+        qt = rng.choice([b"0.000012", b"1.5", b"0.25", b"12.000001", b"0.000100"])
+        if rng.random() < 0.02:
+            qt = b"18446744073708.796870.000036"  # a server bug: not a number
+        out.append(
+            b"# Thread_id: %s  Schema: %s  QC_hit: %s\n"
+            % (
+                thread,
+                rng.choice([b"app", b"`shop`", b"t%d" % (i % 5)]),
+                rng.choice([b"Yes", b"No"]),
+            )
+        )
+        out.append(
+            b"# Query_time: %s  Lock_time: 0.000%d  Rows_sent: %d  Rows_examined: %d\n"
+            % (qt, rng.randint(0, 9), rng.randint(0, 3), rng.randint(0, 10**6))
+        )
+        out.append(
+            b"# Rows_affected: %d  Bytes_sent: %d\n" % (rng.randint(0, 2), rng.randint(0, 99))
+        )
+        if rng.random() < 0.2:
+            out.append(b"use db%d;\n" % rng.randint(0, 3))
+        if rng.random() < 0.3:
+            out.append(b"SET timestamp=%d;\n" % (1_700_000_000 + i))
+        if hot and rng.random() < 0.6:
+            out.append(b"# Log_slow_rate_limit: %d\nSELECT hot FROM h WHERE id = %d;\n" % (i, i))
+        elif shape < 0.25:
+            tuples = b", ".join(
+                b"(%d, 'a''b),(c', \"x\\\"),(\")" % n for n in range(rng.randint(1, 4))
+            )
+            out.append(b"INSERT INTO t%d (a, b, c) VALUES %s;\n" % (i % 3, tuples))
+        elif shape < 0.45:
+            out.append(b"UPDATE t SET a = %d WHERE id = %d;\n" % (i, rng.randint(0, 9)))
+        elif shape < 0.5:
+            out.append(b"# administrator command: Quit;\n")
+        elif shape < 0.53:
+            pass  # header only: pt reads the next piece as an administrator command
+        elif shape < 0.55:
+            out.append(b"/usr/sbin/mysqld, Version: 5.7.1 (x). started with:\n")
+            out.append(b"Tcp port: 3306  Unix socket: /tmp/s\nTime  Id Command  Argument\n")
+        elif shape < 0.6:
+            out.append(b"SELECT * FROM q%d WHERE x IN (1, 2, 3);\n" % rng.randint(0, 150))
+        else:
+            out.append(
+                b"SELECT c FROM t%d WHERE id = %d /* %s */;\n"
+                % (rng.randint(0, 30), rng.randint(0, 5), rng.choice([b"a", b"\xe9", b"b"]))
+            )
+    text = b"".join(out)
+    if seed % 3 == 0:
+        text = text[: rng.randint(len(text) // 2, len(text))]  # cut anywhere
+    return text
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_odd_logs_same_json(seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / f"odd-{seed}.log"
+    path.write_bytes(odd_log(seed))
+    assert_engines_agree(path, monkeypatch, [150, 2000])
+
+
+@pytest.mark.server
+def test_recorded_mariadb_log_same_json(
+    mariadb: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = record_workload(mariadb, tmp_path / "slow.log")
+    assert path.stat().st_size > 100_000
+    assert_engines_agree(path, monkeypatch, [20_000])
