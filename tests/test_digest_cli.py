@@ -95,6 +95,14 @@ def test_top_and_order_by() -> None:
     bad = govern("digest", "--order-by", "Query_time:median", str(DATA / "mariadb.log"))
     assert bad.returncode == 2 and bad.stderr.startswith("govern: error: --order-by")
     assert len(bad.stderr.strip().splitlines()) == 1
+    # An attribute the log lacks orders nothing: a warning names the ones it has, exit 0
+    absent = govern("digest", "--order-by", "InnoDB_IO_r_ops:sum", str(DATA / "mariadb.log"))
+    assert absent.returncode == 0
+    assert "govern: warning: --order-by InnoDB_IO_r_ops:sum: no event has InnoDB_IO_r_ops" in (
+        absent.stderr
+    )
+    assert "Query_time" in absent.stderr.split("these have:")[1]
+    assert govern("digest", "--order-by", "Rows_sent:max", str(DATA / "mariadb.log")).stderr == ""
 
 
 def test_since_until_and_filters() -> None:

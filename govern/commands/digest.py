@@ -305,6 +305,7 @@ def merge(
                 "the merge misses them"
             )
     merged = merge_digests(digests, max_classes=max_classes, order_by=order_by)
+    _warn_about_order(merged)
     _emit(merged, output_format, top, rule_options, output, window_files, state_path)
 
 
@@ -335,6 +336,16 @@ def _warn_about_inputs(result: Digest) -> None:
         warn(f"{partial.malformed:,} malformed events skipped")
     if not result.ranked() and result.unreported():
         warn("no event has a Query_time header: is this a slow log?")
+    _warn_about_order(result)
+
+
+def _warn_about_order(result: Digest) -> None:
+    """An attribute no event has orders nothing: say so rather than print log order."""
+    attribute, function = parse_order_by(result.order_by)
+    metrics = result.global_metrics()
+    if result.ranked() and function != "cnt" and attribute not in metrics:
+        known = ", ".join(sorted(metrics))
+        warn(f"--order-by {result.order_by}: no event has {attribute} (these have: {known})")
 
 
 def _check_output(output_format: str, output: str, window_files: tuple[str, ...]) -> None:
