@@ -34,6 +34,9 @@ from govern.digest.aggregate import (
     Sample,
     histogram_index,
 )
+from govern.digest.decode import label as _label
+from govern.digest.decode import show as _show
+from govern.digest.decode import text as _text
 from govern.digest.filters import Filters
 from govern.fingerprint import cache_key, fingerprint_many, query_id
 from govern.slowlog import RawEvent, Record, parse_record, read_records
@@ -77,7 +80,6 @@ BATCH = 16384
 _FINGERPRINT_CACHE_LIMIT = 50_000
 _FINGERPRINTS: dict[bytes, bytes] = {}  # cache_key(statement) -> fingerprint
 _VALUE_TYPES: dict[bytes, tuple[int, int]] = {}  # attribute value -> classify(value)
-_TEXTS: dict[bytes, str] = {}  # bytes -> decoded text
 _IDS: dict[bytes, str] = {}  # fingerprint -> query ID (run leads)
 
 
@@ -175,7 +177,6 @@ class Digester:
         # Caches of pure functions, shared by the ranges a process digests (bounded).
         self.fingerprints = _FINGERPRINTS
         self.value_types = _VALUE_TYPES
-        self.texts = _TEXTS
         # fingerprint -> (class, rows, is INSERT … VALUES), for the current batch
         # (None: the other class, shared by every fingerprint past --max-classes)
         self.pending: dict[bytes | None, tuple[ClassAgg, list[Row], int]] = {}
@@ -224,14 +225,6 @@ class Digester:
             if len(self.value_types) > 50_000:
                 self.value_types.clear()
             found = self.value_types[raw] = classify(raw)
-        return found
-
-    def _text(self, raw: bytes) -> str:
-        found = self.texts.get(raw)
-        if found is None:
-            if len(self.texts) > 50_000:
-                self.texts.clear()
-            found = self.texts[raw] = raw.decode("utf-8", "backslashreplace")
         return found
 
     def _aggregate(
@@ -389,9 +382,9 @@ class Digester:
         if filters is None:
             return True
         if filters.on_events and not filters.keep_event(
-            None if db is None else self._text(db.strip(b"`")),
-            None if event.user is None else self._text(event.user),
-            None if event.host is None else self._text(event.host),
+            None if db is None else _text(db.strip(b"`")),
+            None if event.user is None else _text(event.user),
+            None if event.host is None else _text(event.host),
         ):
             return False
         if filters.on_classes:
@@ -423,7 +416,7 @@ class Digester:
                 if name in IGNORED:
                     continue
                 if name in CATEGORICAL:
-                    agg.add_string(_label(name), self._text(raw), times)
+                    agg.add_string(_label(name), _text(raw), times)
                     continue
                 kind, value = value_types.get(raw) or self._number(raw)
                 if kind == NUM:
@@ -436,7 +429,7 @@ class Digester:
                     elif b"." in raw:
                         numbers.setdefault(_DECIMAL_MARK + name, [])
                 elif kind == TEXT:
-                    agg.add_string(_label(name), self._text(raw), times)
+                    agg.add_string(_label(name), _text(raw), times)
                 else:
                     flags = agg.booleans.setdefault(_label(name), [0, 0])
                     flags[1] += times
@@ -459,9 +452,7 @@ class Digester:
             for name, column in (("db", dbs), ("user", users), ("host", hosts)):
                 for raw, times in Counter(column).items():
                     if raw is not None:
-                        agg.add_string(
-                            name, self._text(raw.strip(b"`") if name == "db" else raw), times
-                        )
+                        agg.add_string(name, _text(raw.strip(b"`") if name == "db" else raw), times)
             length = agg.metrics.get("Query_length")
             if length is None:
                 length = agg.metrics["Query_length"] = Metric()
@@ -589,9 +580,9 @@ class Digester:
             query_time=highest,
             query=query[:SAMPLE_LIMIT],
             ts=ts,
-            db=None if db is None else self._text(db.strip(b"`")),
-            user=None if user is None else self._text(user),
-            host=None if host is None else self._text(host),
+            db=None if db is None else _text(db.strip(b"`")),
+            user=None if user is None else _text(user),
+            host=None if host is None else _text(host),
             file=self.file,
             line=0,
             truncated=len(query) > SAMPLE_LIMIT,
@@ -625,7 +616,7 @@ class Digester:
         partial.db_seen = self.db_known
         partial.last_ts = self.last_ts if self.ts_known else None
         if self.db_known and self.last_db is not None:
-            partial.last_db = self._text(self.last_db.strip(b"`"))
+            partial.last_db = _text(self.last_db.strip(b"`"))
         if lines is None:
             counter = _Lines(data, start)
             offsets = sorted(
@@ -649,19 +640,6 @@ class Digester:
 
 
 _DECIMAL_MARK = b"\x00"  # numbers[_DECIMAL_MARK + name]: some value of name had a point
-_LABELS: dict[bytes, str] = {}
-
-
-def _label(name: bytes) -> str:
-    label = _LABELS.get(name)
-    if label is None:
-        label = _LABELS[name] = name.decode("ascii", "replace")
-    return label
-
-
-def _show(raw: bytes) -> str:
-    text = raw[:40].decode("utf-8", "backslashreplace")
-    return text + ("…" if len(raw) > 40 else "")
 
 
 def text_hash(statement: bytes) -> int:

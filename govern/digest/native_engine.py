@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from govern import native
 from govern.digest.aggregate import (
+    OTHER_VALUE,
     ClassAgg,
     Fit,
     Metric,
@@ -33,13 +34,12 @@ from govern.digest.aggregate import (
     Runs,
     Sample,
 )
+from govern.digest.decode import label as _label
+from govern.digest.decode import show as _show
+from govern.digest.decode import text as _text
 
 if TYPE_CHECKING:
     from govern.digest.engine import Context, EngineOptions, RangeResult
-
-_TEXTS: dict[bytes, str] = {}
-_LABELS: dict[bytes, str] = {}
-OTHER_VALUE = "(other)"
 
 
 def usable(options: EngineOptions) -> bool:
@@ -50,27 +50,6 @@ def usable(options: EngineOptions) -> bool:
         and options.until is None
         and options.filters is None
     )
-
-
-def _text(raw: bytes) -> str:
-    found = _TEXTS.get(raw)
-    if found is None:
-        if len(_TEXTS) > 50_000:
-            _TEXTS.clear()
-        found = _TEXTS[raw] = raw.decode("utf-8", "backslashreplace")
-    return found
-
-
-def _label(name: bytes) -> str:
-    label = _LABELS.get(name)
-    if label is None:
-        label = _LABELS[name] = name.decode("ascii", "replace")
-    return label
-
-
-def _show(raw: bytes) -> str:
-    text = raw[:40].decode("utf-8", "backslashreplace")
-    return text + ("…" if len(raw) > 40 else "")
 
 
 def _runs(state: tuple[Any, ...]) -> Runs:

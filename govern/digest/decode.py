@@ -1,0 +1,33 @@
+"""Log bytes to the strings aggregates keep, decoded once each (both engines' hot paths)."""
+
+from __future__ import annotations
+
+#: Distinct texts (db, user, host, values) kept decoded; the cache starts over above this.
+TEXT_CACHE_LIMIT = 50_000
+
+_TEXTS: dict[bytes, str] = {}
+_LABELS: dict[bytes, str] = {}
+
+
+def text(raw: bytes) -> str:
+    """A value from the log as text; bytes that are not UTF-8 stay visible as escapes."""
+    found = _TEXTS.get(raw)
+    if found is None:
+        if len(_TEXTS) > TEXT_CACHE_LIMIT:
+            _TEXTS.clear()
+        found = _TEXTS[raw] = raw.decode("utf-8", "backslashreplace")
+    return found
+
+
+def label(name: bytes) -> str:
+    """An attribute name (Query_time, QC_hit …) as text."""
+    found = _LABELS.get(name)
+    if found is None:
+        found = _LABELS[name] = name.decode("ascii", "replace")
+    return found
+
+
+def show(raw: bytes) -> str:
+    """A bad value cut to 40 bytes, for a one-line malformed-event message."""
+    shown = raw[:40].decode("utf-8", "backslashreplace")
+    return shown + ("…" if len(raw) > 40 else "")
