@@ -108,6 +108,38 @@ def digest_range(
     return result
 
 
+def range_handle(
+    data: Any,
+    start: int,
+    stop: int,
+    end: int,
+    max_classes: int,
+    context_ts: bytes | None,
+    context_db: bytes | None,
+    context_known: bool,
+    server_salt: int,
+    release: bool = False,
+) -> Any:
+    """:func:`digest_range`, its result left in Rust (a ``Range`` for :func:`new_total`)."""
+    return _require().range_handle(
+        data,
+        start,
+        stop,
+        end,
+        max_classes,
+        context_ts,
+        context_db,
+        context_known,
+        server_salt,
+        release,
+    )
+
+
+def new_total(max_classes: int) -> Any:
+    """An empty merged digest (native/src/total.rs): ``add`` ranges in input order."""
+    return _require().Total(max_classes)
+
+
 def as_dict(digest: Digest) -> dict[str, Any]:
     """A whole digest as plain data (for tests and small logs: every class becomes dicts)."""
     return {

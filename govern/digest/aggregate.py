@@ -450,9 +450,11 @@ def _stitch(left: OpenRuns, right: OpenRuns, close: Callable[[OpenRun], None]) -
 
     The runs in between are already closed and counted. ``right``'s first run
     follows ``left``'s last one: it continues it (same key: the joined run keeps
-    the left run's lead) or is led by it.
+    the left run's lead) or is led by it. Connections go in ascending number (here,
+    in :func:`close_runs` and in the core's native/src/total.rs), so runs close in
+    the same order in both engines and the leads kept at a class's cap are the same.
     """
-    for thread in right.whole.keys() | right.heads.keys():
+    for thread in sorted(right.whole.keys() | right.heads.keys()):
         whole_right = right.whole.get(thread)
         first_right = whole_right or right.heads[thread]
         whole_left = left.whole.pop(thread, None)
@@ -497,6 +499,6 @@ def close_runs(partial: Partial) -> None:
         (partial.open_single, close_single_run),
     ):
         for table in (open_runs.whole, open_runs.heads, open_runs.tails):
-            for run in table.values():
-                close(partial, run)
+            for thread in sorted(table):
+                close(partial, table[thread])
             table.clear()

@@ -64,7 +64,9 @@ def _runs(state: tuple[Any, ...]) -> Runs:
     return out
 
 
-def _class(state: tuple[Any, ...], file: int, server: str | None) -> ClassAgg:
+def _class(state: tuple[Any, ...], file: int | None, server: str | None) -> ClassAgg:
+    """A class from the core's tuple. ``file`` None: a merged class (``native.Total``),
+    whose tuple carries its ``--host`` labels and its sample's input."""
     (
         fingerprint,
         _kind,
@@ -83,6 +85,8 @@ def _class(state: tuple[Any, ...], file: int, server: str | None) -> ClassAgg:
         fit,
         unknown_db,
         unknown_ts,
+        servers,
+        sample_file,
     ) = state
     agg = ClassAgg(fingerprint if fingerprint is not None else b"")
     agg.count = count
@@ -100,7 +104,10 @@ def _class(state: tuple[Any, ...], file: int, server: str | None) -> ClassAgg:
         if other:
             held[OTHER_VALUE] = held.get(OTHER_VALUE, 0) + other
         agg.strings[label] = held
-    if server is not None:
+    if file is None:
+        file = sample_file
+        agg.servers = dict(servers)
+    elif server is not None:
         agg.servers[server] = count
     agg.histogram = list(histogram)
     if sample is not None:

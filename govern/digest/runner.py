@@ -20,6 +20,7 @@ At most ``2 × jobs`` segments are in flight, so memory stays bounded on any inp
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 from collections import deque
@@ -45,15 +46,15 @@ from govern.digest.inputs import (
     split_points,
     stream_blocks,
 )
+from govern.digest.native_total import Job, NativeMerger, NativePartial, run_jobs
 from govern.digest.result import Digest, Source, parse_order_by
 from govern.progress import Progress, progress
 from govern.slowlog import SEPARATOR
 
 SEGMENT = 16 * 1024 * 1024
-#: The native core digests a range fast and hands Python finished classes to merge: a
-#: file is cut into few large segments (two or more per worker, about this size at
-#: most), so merging stays a small part of the work.
-NATIVE_SEGMENT_LIMIT = 1024 * 1024 * 1024
+#: Segments of a plain file when the core merges them (govern/digest/native_total.py): a
+#: segment's classes wait in memory until merged, so they are kept small.
+NATIVE_SEGMENT = 8 * 1024 * 1024
 #: Below this, a plain file is digested in the parent: starting workers costs more.
 PARALLEL_MINIMUM = 8 * 1024 * 1024
 
@@ -124,27 +125,19 @@ def _run_segment(segment: _Segment, context: Context | None = None) -> RangeResu
             data.close()
 
 
-def segment_size(options: DigestOptions, size: int, jobs: int) -> int:
-    """Bytes per segment of a plain file of ``size`` bytes."""
-    if options.segment is not None:
-        return options.segment
-    if native_engine.usable(options.engine(None)):
-        if jobs <= 1:
-            return max(1, PARALLEL_MINIMUM, min(NATIVE_SEGMENT_LIMIT, size))
-        # A multiple of the workers, at least two each, so none waits idle at the end.
-        rounds = max(2, -(-size // (jobs * NATIVE_SEGMENT_LIMIT)))
-        return max(1, PARALLEL_MINIMUM, size // (jobs * rounds))
-    return SEGMENT
+def segment_size(options: DigestOptions) -> int:
+    """Bytes per segment of a plain file for the Python engine."""
+    return options.segment or SEGMENT
 
 
 def _file_segments(
-    index: int, item: Input, options: DigestOptions, jobs: int
+    index: int, item: Input, options: DigestOptions, jobs: int, native: bool = False
 ) -> Iterator[_Segment]:
     assert item.path is not None
     data = open_mmap(item.path)
     try:
         check_text(item.name, bytes(data[:65536]))
-        segment = segment_size(options, len(data), jobs)
+        segment = (options.segment or NATIVE_SEGMENT) if native else segment_size(options)
         parts = max(1, len(data) // segment)
         points = split_points(data, parts, min(segment, PARALLEL_MINIMUM))
     finally:
@@ -282,6 +275,20 @@ def digest_paths(arguments: list[str], options: DigestOptions | None = None) -> 
     total_size = (
         sum(item.size or 0 for item in inputs) if all(i.size is not None for i in inputs) else None
     )
+    if native_engine.usable(options.engine(None)):
+        partial = _digest_native(inputs, options, jobs if parallel else 1, total_size)
+        return Digest(
+            partial=partial,  # type: ignore[arg-type]
+            sources=[
+                Source(item.name, item.host, item.size or 0, item.compression, item.problems)
+                for item in inputs
+            ],
+            order_by=options.order_by,
+            max_classes=options.max_classes,
+            since=options.since,
+            until=options.until,
+            filters=list(options.filter_texts),
+        )
     segments = _all_segments(inputs, options, jobs if parallel else 1)
     if parallel:
         # Fork the workers before the progress bar starts its drawing thread.
@@ -310,15 +317,65 @@ def digest_paths(arguments: list[str], options: DigestOptions | None = None) -> 
     )
 
 
+def _digest_native(
+    inputs: list[Input], options: DigestOptions, threads: int, total_size: int | None
+) -> NativePartial:
+    """The core's path: segments on threads, merged in order inside the core."""
+    maps: dict[str, mmap.mmap | bytes] = {}
+
+    def jobs() -> Iterator[Job]:
+        for segment in _all_segments(inputs, options, threads, native=True):
+            if segment.path is not None:
+                if segment.path not in maps:
+                    maps[segment.path] = open_mmap(segment.path)
+                data = maps[segment.path]
+            else:
+                assert segment.data is not None
+                data = segment.data
+            yield (
+                segment.file,
+                segment.base,
+                segment.options.server,
+                segment.low,
+                segment.high,
+                segment.first,
+                data,
+                segment.size,
+            )
+
+    merger = NativeMerger(options.max_classes)
+    try:
+        with progress("digesting", total_size, force=options.show_progress) as bar:
+            run_jobs(jobs(), merger, threads, bar)
+    finally:
+        for data in maps.values():
+            if isinstance(data, mmap.mmap):
+                data.close()
+    return merger.finish()
+
+
 def digest_bytes(
     data: bytes, options: DigestOptions | None = None, name: str = "<bytes>"
 ) -> Digest:
     """Digest a slow log held in memory (serially)."""
     options = options or DigestOptions()
     parse_order_by(options.order_by)
-    merger = _Merger(options.max_classes)
     check_text(name, data[:65536])
     engine = options.engine(options.host)
+    if native_engine.usable(engine):
+        merger_native = NativeMerger(options.max_classes)
+        job = (0, 0, options.host, 0, len(data), True, data, len(data))
+        run_jobs(iter([job]), merger_native, 1, None)
+        return Digest(
+            partial=merger_native.finish(),  # type: ignore[arg-type]
+            sources=[Source(name, options.host, len(data))],
+            order_by=options.order_by,
+            max_classes=options.max_classes,
+            since=options.since,
+            until=options.until,
+            filters=list(options.filter_texts),
+        )
+    merger = _Merger(options.max_classes)
     segment = _Segment(0, None, data, 0, len(data), True, True, 0, len(data), engine)
     _accept(segment, _run_segment(segment, merger.context()), merger, None)
     close_runs(merger.total)
@@ -333,10 +390,12 @@ def digest_bytes(
     )
 
 
-def _all_segments(inputs: list[Input], options: DigestOptions, jobs: int) -> Iterator[_Segment]:
+def _all_segments(
+    inputs: list[Input], options: DigestOptions, jobs: int, native: bool = False
+) -> Iterator[_Segment]:
     for index, item in enumerate(inputs):
         if item.seekable:
-            yield from _file_segments(index, item, options, jobs)
+            yield from _file_segments(index, item, options, jobs, native)
         else:
             yield from _stream_segments(index, item, options)
 

@@ -20,7 +20,8 @@
 //! - `hashes`: BLAKE2b-8, CRC-32 and splitmix64 for those aggregates;
 //! - `parallel`: one log split at record boundaries and digested on all cores;
 //! - `file`: a log file, memory-mapped;
-//! - `stream`: a log arriving in pieces (stdin, decompressed files).
+//! - `stream`: a log arriving in pieces (stdin, decompressed files);
+//! - `total`: ranges merged in input order into the digest `govern digest` reports.
 
 pub mod aggregate;
 pub mod digest;
@@ -35,6 +36,7 @@ pub mod records;
 pub mod sketch;
 pub mod slowlog;
 pub mod stream;
+pub mod total;
 
 #[cfg(feature = "python")]
 mod python;

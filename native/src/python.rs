@@ -10,7 +10,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::collections::HashMap;
 
+use crate::aggregate::Interner;
 use crate::range::{Bad, RangeDigest, RangeOptions, Run};
+use crate::total::Total;
 
 use crate::aggregate::{ClassStats, Kind};
 use crate::digest::Part;
@@ -220,7 +222,42 @@ fn ts_str<'py>(py: Python<'py>, ts: Option<crate::range::Ts>) -> Bound<'py, PyAn
     }
 }
 
+/// The tables a class's ids point into: a range's, or the merged total's.
+struct Names<'a> {
+    fingerprints: &'a Interner,
+    num_names: &'a Interner,
+    flag_names: &'a Interner,
+    text_names: &'a Interner,
+    texts: &'a Interner,
+    servers: Option<&'a Interner>,
+}
+
+impl<'a> Names<'a> {
+    fn of_range(r: &'a RangeDigest) -> Self {
+        Names {
+            fingerprints: &r.fingerprints,
+            num_names: &r.num_names,
+            flag_names: &r.flag_names,
+            text_names: &r.text_names,
+            texts: &r.texts,
+            servers: None,
+        }
+    }
+
+    fn of_total(t: &'a Total) -> Self {
+        Names {
+            fingerprints: &t.fingerprints,
+            num_names: &t.num_names,
+            flag_names: &t.flag_names,
+            text_names: &t.text_names,
+            texts: &t.texts,
+            servers: Some(&t.servers),
+        }
+    }
+}
+
 fn range_to_tuple<'py>(py: Python<'py>, r: &RangeDigest) -> PyResult<Bound<'py, PyTuple>> {
+    let names = Names::of_range(r);
     let mut ids: HashMap<u32, String> = HashMap::new();
     let malformed = PyList::empty(py);
     for (offset, line, bad) in &r.malformed {
@@ -236,10 +273,10 @@ fn range_to_tuple<'py>(py: Python<'py>, r: &RangeDigest) -> PyResult<Bound<'py, 
     }
     let classes = PyList::empty(py);
     for (fp, class) in &r.classes {
-        classes.append(class_to_tuple(py, r, Some(*fp), class, &mut ids)?)?;
+        classes.append(class_to_tuple(py, &names, Some(*fp), class, &mut ids)?)?;
     }
     let other = match &r.other {
-        Some(o) => class_to_tuple(py, r, None, o, &mut ids)?.into_any(),
+        Some(o) => class_to_tuple(py, &names, None, o, &mut ids)?.into_any(),
         None => py.None().into_bound(py),
     };
     let fp = |k: Option<u32>| opt_bytes(py, k.map(|k| r.fingerprints.get(k)));
@@ -275,7 +312,7 @@ fn range_to_tuple<'py>(py: Python<'py>, r: &RangeDigest) -> PyResult<Bound<'py, 
 
 fn runs_to_tuple<'py>(
     py: Python<'py>,
-    r: &RangeDigest,
+    r: &Names,
     runs: &crate::range::Runs,
     ids: &mut HashMap<u32, String>,
 ) -> PyResult<Bound<'py, PyTuple>> {
@@ -290,7 +327,7 @@ fn runs_to_tuple<'py>(
 
 fn class_to_tuple<'py>(
     py: Python<'py>,
-    r: &RangeDigest,
+    r: &Names,
     fp: Option<u32>,
     c: &crate::range::Class,
     ids: &mut HashMap<u32, String>,
@@ -351,13 +388,186 @@ fn class_to_tuple<'py>(
         PyTuple::new(py, c.fit)?.into_any(),
         c.unknown_db.into_pyobject(py)?.into_any(),
         PyBool::new(py, c.unknown_ts).to_owned().into_any(),
+        match r.servers {
+            Some(labels) => PyList::new(
+                py,
+                c.servers.iter().map(|&(s, n)| (String::from_utf8_lossy(labels.get(s)).into_owned(), n)),
+            )?
+            .into_any(),
+            None => PyList::empty(py).into_any(),
+        },
+        c.sample.as_ref().map_or(0, |s| s.file).into_pyobject(py)?.into_any(),
     ];
     PyTuple::new(py, items)
+}
+
+/// A digested range that stays in Rust until a `Total` takes it (`range_handle`).
+#[pyclass(module = "govern._native")]
+struct Range {
+    inner: Option<RangeDigest>,
+    /// Where the reader stopped (pt's read-ahead may pass the range's end).
+    #[pyo3(get)]
+    end: usize,
+    /// Newlines from the range's start to `end`.
+    #[pyo3(get)]
+    newlines: u64,
+}
+
+/// `digest_range`, kept in Rust: the runner hands the result to `Total.add`.
+#[pyfunction]
+#[pyo3(signature = (data, start, stop, end, max_classes, context_ts, context_db, context_known, server_salt, release=false))]
+#[allow(clippy::too_many_arguments)]
+fn range_handle(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    start: usize,
+    stop: usize,
+    end: usize,
+    max_classes: usize,
+    context_ts: Option<&[u8]>,
+    context_db: Option<&[u8]>,
+    context_known: bool,
+    server_salt: u64,
+    release: bool,
+) -> PyResult<Range> {
+    let buffer = PyBuffer::<u8>::get(data)?;
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err("range_handle needs a contiguous buffer"));
+    }
+    let (ptr, len) = (buffer.buf_ptr() as usize, buffer.len_bytes());
+    let options = RangeOptions { max_classes, context_ts, context_db, context_known, server_salt };
+    let result = py.detach(|| {
+        // SAFETY: as in `digest_range`: `buffer` keeps the memory alive and unmoved.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        crate::range::digest_range(bytes, start.min(len), stop, end, &options, release)
+    });
+    drop(buffer);
+    Ok(Range { end: result.end, newlines: result.newlines, inner: Some(result) })
+}
+
+/// Ranges merged in input order (`crate::total`); classes are handed out one at a time
+/// as the tuples of `digest_range` (two more items: `--host` labels, the sample's input).
+#[pyclass(module = "govern._native", name = "Total")]
+struct PyTotal {
+    inner: Total,
+}
+
+#[pymethods]
+impl PyTotal {
+    #[new]
+    fn new(max_classes: usize) -> Self {
+        PyTotal { inner: Total::new(max_classes) }
+    }
+
+    /// Merge the next range (it is consumed): `file` is its input's index, `line_base`
+    /// the lines of that input before the range, `server` its `--host` label.
+    #[pyo3(signature = (range, file, line_base, server=None))]
+    fn add(
+        &mut self,
+        py: Python<'_>,
+        range: &mut Range,
+        file: u32,
+        line_base: u64,
+        server: Option<&str>,
+    ) -> PyResult<()> {
+        let r = range.inner.take().ok_or_else(|| PyValueError::new_err("this range was already merged"))?;
+        let total = &mut self.inner;
+        py.detach(|| total.add(r, file, line_base, server.map(str::as_bytes)));
+        Ok(())
+    }
+
+    /// The end of the input: runs still open end.
+    fn finish(&mut self) {
+        self.inner.finish();
+    }
+
+    #[getter]
+    fn events(&self) -> u64 {
+        self.inner.events
+    }
+
+    #[getter]
+    fn no_statement(&self) -> u64 {
+        self.inner.no_statement
+    }
+
+    #[getter]
+    fn malformed(&self) -> u64 {
+        self.inner.malformed
+    }
+
+    /// The first malformed events: `(file, line, raw Query_time or None)`.
+    fn malformed_kept<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for m in &self.inner.malformed_kept {
+            let raw = match &m.bad {
+                Bad::Truncated => None,
+                Bad::QueryTime(raw) => Some(&raw[..]),
+            };
+            list.append((m.file, m.line, opt_bytes(py, raw)))?;
+        }
+        Ok(list)
+    }
+
+    /// `(minute, events, Query_time in micro-units)`.
+    fn minutes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for (minute, (n, micro)) in &self.inner.minutes {
+            list.append((ts_str(py, Some(*minute)), *n, *micro))?;
+        }
+        Ok(list)
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.classes.len()
+    }
+
+    /// Per class, in index order: `(fingerprint, count, has Query_time, (count, sum,
+    /// min, max) of `attribute` or None)`: enough to rank classes without building them.
+    fn keys<'py>(&self, py: Python<'py>, attribute: &[u8]) -> PyResult<Bound<'py, PyList>> {
+        let t = &self.inner;
+        let find = |name: &[u8]| (0..t.num_names.len() as u32).find(|&i| t.num_names.get(i) == name);
+        let (qt, wanted) = (find(b"Query_time"), find(attribute));
+        let list = PyList::empty(py);
+        for (fp, c) in &t.classes {
+            let metric = num_stats(c, wanted).map(|s| (s.count(), s.sum(), s.min(), s.max()));
+            list.append((PyBytes::new(py, t.fingerprints.get(*fp)), c.count, num_stats(c, qt).is_some(), metric))?;
+        }
+        Ok(list)
+    }
+
+    fn class_at<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyTuple>> {
+        let (fp, c) = self.inner.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
+        class_to_tuple(py, &Names::of_total(&self.inner), Some(*fp), c, &mut HashMap::new())
+    }
+
+    /// The events of classes beyond the cap, as one class (None: none).
+    fn other<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.inner
+            .other
+            .as_ref()
+            .map(|c| class_to_tuple(py, &Names::of_total(&self.inner), None, c, &mut HashMap::new()))
+            .transpose()
+    }
+
+    /// Every class and `other` merged into one.
+    fn totals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let all = self.inner.totals();
+        class_to_tuple(py, &Names::of_total(&self.inner), None, &all, &mut HashMap::new())
+    }
+}
+
+/// A class's statistics of numeric attribute `id`, if it has values.
+fn num_stats(c: &crate::range::Class, id: Option<u32>) -> Option<&crate::aggregate::NumStats> {
+    id.and_then(|i| c.nums.get(i as usize)).filter(|s| s.count() > 0)
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(digest_range, m)?)?;
+    m.add_function(wrap_pyfunction!(range_handle, m)?)?;
+    m.add_class::<Range>()?;
+    m.add_class::<PyTotal>()?;
     m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(py_query_id, m)?)?;
     m.add_function(wrap_pyfunction!(digest_file, m)?)?;

@@ -37,14 +37,14 @@ pub const INSERT: u8 = 2;
 
 /// A `ts` as the Python engine keeps it: `YYYY-MM-DD HH:MM:SS` text (or pt's raw value
 /// when it cannot be read), compared as text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Ts {
     len: u8,
     buf: [u8; 32],
 }
 
 impl Ts {
-    fn from(text: &[u8]) -> Ts {
+    pub fn from(text: &[u8]) -> Ts {
         let mut buf = [0u8; 32];
         let n = text.len().min(32);
         buf[..n].copy_from_slice(&text[..n]);
@@ -124,7 +124,7 @@ pub struct Values {
 
 impl Values {
     #[inline]
-    fn add(&mut self, v: u32, n: u64) {
+    pub fn add(&mut self, v: u32, n: u64) {
         let found = match &self.index {
             Some(index) => index.get(&v).copied(),
             None => self.list.iter().position(|e| e.0 == v),
@@ -154,7 +154,7 @@ pub struct Kmv(pub Vec<u64>);
 
 impl Kmv {
     #[inline]
-    fn add(&mut self, h: u64) {
+    pub fn add(&mut self, h: u64) {
         // Full, and not below the largest kept: the usual case once a class is busy.
         if self.0.len() >= DISTINCT_K && self.0.last().is_some_and(|&max| h >= max) {
             return;
@@ -183,7 +183,7 @@ pub struct Runs {
 }
 
 impl Runs {
-    fn close(&mut self, length: u64) {
+    pub fn close(&mut self, length: u64) {
         self.runs += 1;
         self.calls += length;
         if length > 1 {
@@ -197,19 +197,24 @@ impl Runs {
         }
     }
 
-    fn add_lead(&mut self, lead: u32, calls: u64) {
+    pub fn add_lead(&mut self, lead: u32, calls: u64) {
+        self.add_leads(lead, 1, calls);
+    }
+
+    /// `runs` runs (`calls` calls in all) followed class `lead` (`Runs.add_lead`).
+    pub fn add_leads(&mut self, lead: u32, runs: u64, calls: u64) {
         if let Some(e) = self.leads.iter_mut().find(|e| e.0 == lead) {
-            e.1 += 1;
+            e.1 += runs;
             e.2 += calls;
             return;
         }
         if self.leads.len() + self.leads_other.is_some() as usize >= LEADS_LIMIT {
             let o = self.leads_other.get_or_insert((0, 0));
-            o.0 += 1;
+            o.0 += runs;
             o.1 += calls;
             return;
         }
-        self.leads.push((lead, 1, calls));
+        self.leads.push((lead, runs, calls));
     }
 }
 
@@ -225,6 +230,8 @@ pub struct Sample {
     pub host: Option<u32>,
     pub offset: u64,
     pub line: u64,
+    /// The input's index (set when ranges merge: `total.rs`).
+    pub file: u32,
     pub unknown_ts: bool,
     pub unknown_db: bool,
 }
@@ -250,11 +257,13 @@ pub struct Class {
     pub fit: [i128; 5],
     pub unknown_db: u64,
     pub unknown_ts: bool,
+    /// `--host` label id -> events (set when ranges merge: `total.rs`).
+    pub servers: Vec<(u32, u64)>,
 }
 
 impl Class {
     #[inline]
-    fn num(&mut self, id: u16) -> &mut NumStats {
+    pub fn num(&mut self, id: u16) -> &mut NumStats {
         let i = id as usize;
         if self.nums.len() <= i {
             self.nums.resize_with(i + 1, NumStats::default);
@@ -273,7 +282,7 @@ impl Class {
     }
 
     #[inline]
-    fn see_ts(&mut self, ts: Ts) {
+    pub fn see_ts(&mut self, ts: Ts) {
         if self.ts_min.is_none_or(|m| ts < m) {
             self.ts_min = Some(ts);
         }
@@ -459,7 +468,7 @@ fn strip_backticks(s: &[u8]) -> &[u8] {
 
 /// A connection name as the Python engine hashes it: the number itself when all
 /// digits (modulo 2^64, as `mix64` masks), else its CRC-32.
-fn connection_number(name: &[u8]) -> u64 {
+pub fn connection_number(name: &[u8]) -> u64 {
     if !name.is_empty() && name.iter().all(u8::is_ascii_digit) {
         name.iter().fold(0u64, |n, &d| n.wrapping_mul(10).wrapping_add((d - b'0') as u64))
     } else {

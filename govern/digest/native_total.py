@@ -1,0 +1,174 @@
+"""A digest merged inside the native core: ranges on threads, classes kept in Rust.
+
+With the core built and no --since/--until/--filter, :func:`digest_native` runs
+the runner's plan (segments cut at record boundaries, merged strictly in input
+order, a segment redone when pt's reader ran into it) with threads instead of
+worker processes: each range is digested by the core with the GIL released and
+stays a Rust object (``native.Range``) until ``native.Total`` merges it, the
+twin of :func:`govern.digest.aggregate.merge` (native/src/total.rs). Classes
+cross into Python only when asked for, one at a time (:class:`NativePartial`),
+so a digest of 200,000 classes is never 200,000 Python objects.
+"""
+
+from __future__ import annotations
+
+import mmap
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from govern import native
+from govern.digest.aggregate import ClassAgg, Malformed
+from govern.digest.decode import show as _show
+from govern.digest.native_engine import _class
+from govern.progress import Progress
+
+
+class NativePartial:
+    """The merged digest held by the core, with the attributes of :class:`Partial`
+    that reports read; classes are built on request (:meth:`class_at`)."""
+
+    def __init__(self, total: Any) -> None:
+        self._total = total
+        self.events: int = total.events
+        self.filtered = 0
+        self.no_statement: int = total.no_statement
+        self.malformed: int = total.malformed
+        self.malformed_kept = [
+            Malformed(file, line, _reason(raw)) for file, line, raw in total.malformed_kept()
+        ]
+        self.minutes: dict[str, list[int]] = {
+            minute: [n, micro] for minute, n, micro in total.minutes()
+        }
+        other = total.other()
+        self.other: ClassAgg | None = None if other is None else _class(other, None, None)
+
+    def class_count(self) -> int:
+        return len(self._total)
+
+    def class_keys(self, attribute: str) -> list[tuple[int, bytes, int, bool, Any]]:
+        """(index, fingerprint, count, has Query_time, (count, sum, min, max) of
+        ``attribute`` or None) per class."""
+        keys = self._total.keys(attribute.encode())
+        return [(index, *key) for index, key in enumerate(keys)]
+
+    def class_at(self, index: int) -> ClassAgg:
+        return _class(self._total.class_at(index), None, None)
+
+    def totals(self) -> ClassAgg:
+        return _class(self._total.totals(), None, None)
+
+    def iter_classes(self) -> Iterator[ClassAgg]:
+        for index in range(self.class_count()):
+            yield self.class_at(index)
+
+
+def _reason(raw: bytes | None) -> str:
+    if raw is None:
+        return "event without a statement: the input ends inside it"
+    return f"Query_time is not a number: {_show(raw)}"
+
+
+def host_salt(host: str | None) -> int:
+    """The ``--host`` label's salt for connection hashes (as the Python engine's)."""
+    return zlib.crc32(host.encode()) << 32 if host else 0
+
+
+class NativeMerger:
+    """The runner's merger for the core: ranges into ``native.Total``, in input order."""
+
+    def __init__(self, max_classes: int) -> None:
+        self.total = native.new_total(max_classes)
+        self.max_classes = max_classes
+        self.lines: dict[int, int] = {}  # file -> lines before the next segment
+        self.reached: dict[int, int] = {}  # file -> where reading stopped (absolute)
+
+    def add(self, file: int, base: int, host: str | None, result: Any) -> None:
+        lines = self.lines.get(file, 0)
+        self.lines[file] = lines + result.newlines
+        self.reached[file] = base + result.end
+        self.total.add(result, file, lines, host)
+
+    def finish(self) -> NativePartial:
+        self.total.finish()
+        return NativePartial(self.total)
+
+
+def run_range(
+    data: mmap.mmap | bytes, low: int, high: int, first: bool, max_classes: int, host: str | None
+) -> Any:
+    """One range through the core, left in Rust. Only the digest's very first range
+    knows what came before it (nothing); the merge settles the others."""
+    return native.range_handle(
+        data,
+        low,
+        high,
+        len(data),
+        max_classes,
+        None,
+        None,
+        first,
+        host_salt(host),
+        isinstance(data, mmap.mmap),
+    )
+
+
+#: One segment's work: (file, base, host, low, high, first, data, size).
+Job = tuple[int, int, "str | None", int, int, bool, "mmap.mmap | bytes", int]
+
+
+def run_jobs(
+    jobs: Iterator[Job],
+    merger: NativeMerger,
+    threads: int,
+    bar: Progress | None,
+) -> None:
+    """Digest ``jobs`` on ``threads`` threads and merge them in order; a job the
+    previous one's reader ran into is digested again from where that reader stopped."""
+
+    def start(job: Job) -> Callable[[], Any]:
+        _file, _base, host, low, high, first, data, _size = job
+        return lambda: run_range(data, low, high, first, merger.max_classes, host)
+
+    def accept(job: Job, result: Any) -> None:
+        file, base, host, low, high, _first, data, size = job
+        reached = merger.reached.get(file)
+        if reached is not None and not (base == 0 and low == 0):
+            skip = max(0, reached - (base + low))
+            if skip:
+                redo = (low + skip, max(high, low + skip))
+                result = run_range(data, *redo, False, merger.max_classes, host)
+        merger.add(file, base, host, result)
+        if bar is not None:
+            bar.advance(size)
+
+    if threads <= 1:
+        for job in jobs:
+            accept(job, start(job)())
+        return
+    window = 2 * threads
+    in_flight: deque[tuple[Job, Future[Any]]] = deque()
+    with ThreadPoolExecutor(threads, thread_name_prefix="govern-digest") as pool:
+        for job in jobs:
+            in_flight.append((job, pool.submit(start(job))))
+            while len(in_flight) >= window:
+                done, pending = in_flight.popleft()
+                accept(done, pending.result())
+        while in_flight:
+            done, pending = in_flight.popleft()
+            accept(done, pending.result())
+
+
+def _compat_classes(self: NativePartial) -> dict[bytes, ClassAgg]:
+    """TEMPORARY: every class at once, until result.py asks through class_at."""
+    return {agg.fingerprint: agg for agg in self.iter_classes()}
+
+
+def _compat_all(self: NativePartial) -> list[ClassAgg]:
+    return [*self.iter_classes(), *([self.other] if self.other else [])]
+
+
+NativePartial.classes = property(_compat_classes)  # type: ignore[attr-defined]
+NativePartial.all_classes = _compat_all  # type: ignore[attr-defined]

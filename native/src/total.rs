@@ -1,0 +1,561 @@
+//! Ranges merged in input order into one digest that stays in Rust.
+//!
+//! The twin of govern/digest/aggregate.py's `merge` and `close_runs`: each range's
+//! result (`range::RangeDigest`, its own interned names and texts) is rebased on the
+//! total's tables, given the `ts`/`db` it inherited from before it, merged class by
+//! class, and its runs still open at its ends are stitched to the runs open at the end
+//! of everything before it. Classes beyond the cap are folded into `other`, smallest
+//! first. Python asks for classes one at a time (`python.rs`), so a digest of 200,000
+//! classes never exists as 200,000 Python objects.
+//!
+//! Every rule here is the Python merge's, in the same order (the conformance tests
+//! compare the two engines' JSON): where Python walks a dict of connections, both walk
+//! them in ascending connection number.
+
+use crate::aggregate::{Interner, NumStats};
+use crate::range::{connection_number, Bad, Class, Kmv, RangeDigest, Run, Runs, Sample, Ts, Values};
+
+type HashMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
+
+/// No class: the fingerprint's events are counted in `other`.
+const NONE: u32 = u32::MAX;
+/// Malformed events kept with their place (`aggregate.MALFORMED_KEPT`).
+pub const MALFORMED_KEPT: usize = 10;
+
+/// A run open at an end of the digest so far (`aggregate.OpenRun`): its class's
+/// fingerprint (none: a run of events that are not single-row writes), its length, and
+/// the fingerprint that ran before it on the connection (none: not known, or nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenRun {
+    pub key: Option<u32>,
+    pub length: u64,
+    pub lead: Option<u32>,
+}
+
+/// Runs open at the ends, per connection number (`aggregate.OpenRuns`).
+#[derive(Default)]
+struct OpenRuns {
+    whole: HashMap<u64, OpenRun>,
+    heads: HashMap<u64, OpenRun>,
+    tails: HashMap<u64, OpenRun>,
+}
+
+/// A malformed event with its place (`aggregate.Malformed`).
+pub struct Malformed {
+    pub file: u32,
+    pub line: u64,
+    pub bad: Bad,
+}
+
+/// The merged digest.
+#[derive(Default)]
+pub struct Total {
+    pub fingerprints: Interner,
+    pub num_names: Interner,
+    pub flag_names: Interner,
+    pub text_names: Interner,
+    pub texts: Interner,
+    pub servers: Interner,
+    /// Per fingerprint id: its index in `classes`, or `NONE`.
+    class_of: Vec<u32>,
+    pub classes: Vec<(u32, Class)>,
+    pub other: Option<Class>,
+    pub events: u64,
+    pub no_statement: u64,
+    pub malformed: u64,
+    pub malformed_kept: Vec<Malformed>,
+    pub minutes: HashMap<Ts, (u64, i128)>,
+    pub last_ts: Option<Ts>,
+    pub last_db: Option<u32>,
+    open_runs: OpenRuns,
+    open_single: OpenRuns,
+    pub max_classes: usize,
+}
+
+/// A range's ids in the total's tables.
+struct IdMaps {
+    fingerprints: Vec<u32>,
+    nums: Vec<u16>,
+    flags: Vec<u16>,
+    text_names: Vec<u16>,
+    texts: Vec<u32>,
+}
+
+fn map_all(from: &Interner, to: &mut Interner) -> Vec<u32> {
+    (0..from.len() as u32).map(|i| to.id(from.get(i))).collect()
+}
+
+impl Total {
+    pub fn new(max_classes: usize) -> Total {
+        Total { max_classes, ..Total::default() }
+    }
+
+    /// Add the next range of the input (aggregate.py `merge`, after `shift_lines`):
+    /// `file` is its input's index, `line_base` the lines of that input before it.
+    pub fn add(&mut self, mut r: RangeDigest, file: u32, line_base: u64, server: Option<&[u8]>) {
+        let maps = IdMaps {
+            fingerprints: map_all(&r.fingerprints, &mut self.fingerprints),
+            nums: map_all(&r.num_names, &mut self.num_names).into_iter().map(|i| i as u16).collect(),
+            flags: map_all(&r.flag_names, &mut self.flag_names).into_iter().map(|i| i as u16).collect(),
+            text_names: map_all(&r.text_names, &mut self.text_names).into_iter().map(|i| i as u16).collect(),
+            texts: map_all(&r.texts, &mut self.texts),
+        };
+        self.class_of.resize(self.fingerprints.len(), NONE);
+        let server = server.map(|s| self.servers.id(s));
+        let db_name = self.text_names.id(b"db") as u16;
+
+        // _settle_context: what the range's first events inherited from before it.
+        if r.minutes_unknown.0 > 0 {
+            if let Some(ts) = self.last_ts {
+                let slot = self.minutes.entry(minute_of(ts)).or_insert((0, 0));
+                slot.0 += r.minutes_unknown.0;
+                slot.1 += r.minutes_unknown.1;
+            }
+        }
+        let classes = std::mem::take(&mut r.classes);
+        let other = r.other.take();
+        let settle = |class: Class, this: &Total| {
+            let mut c = rebase(class, &maps, file, line_base, server);
+            this.settle(&mut c, db_name);
+            c
+        };
+        let rebased: Vec<(u32, Class)> =
+            classes.into_iter().map(|(fp, c)| (maps.fingerprints[fp as usize], settle(c, self))).collect();
+        let other = other.map(|c| settle(c, self));
+
+        for (fp, class) in rebased {
+            match self.class_of[fp as usize] {
+                NONE => {
+                    self.class_of[fp as usize] = self.classes.len() as u32;
+                    self.classes.push((fp, class));
+                }
+                i => merge_class(&mut self.classes[i as usize].1, &class),
+            }
+        }
+        if let Some(o) = other {
+            merge_class(self.other.get_or_insert_with(Class::default), &o);
+        }
+
+        // _stitch: the range's open runs, per connection number, in the total's ids.
+        let fp = |k: Option<u32>| k.map(|k| maps.fingerprints[k as usize]);
+        let open = |run: &Run, single: bool| OpenRun {
+            key: fp(run.key),
+            length: run.length,
+            lead: if single { None } else { fp(run.lead) },
+        };
+        let mut runs = OpenRuns::default();
+        let mut singles = OpenRuns::default();
+        for c in &r.conns {
+            let number = connection_number(&c.name);
+            place(&mut runs, number, open(&c.run, false), c.first_run.as_ref().map(|f| open(f, false)));
+            place(&mut singles, number, open(&c.single, true), c.first_single.as_ref().map(|f| open(f, true)));
+        }
+        let mut left = std::mem::take(&mut self.open_runs);
+        stitch(&mut left, runs, |run| self.close_run(run));
+        self.open_runs = left;
+        let mut left = std::mem::take(&mut self.open_single);
+        stitch(&mut left, singles, |run| self.close_single_run(run));
+        self.open_single = left;
+
+        for (minute, n, micro) in &r.minutes {
+            let slot = self.minutes.entry(*minute).or_insert((0, 0));
+            slot.0 += n;
+            slot.1 += micro;
+        }
+        self.events += r.events;
+        self.no_statement += r.no_statement;
+        self.malformed += r.malformed.len() as u64;
+        let mut bad = std::mem::take(&mut r.malformed);
+        // native_engine.py sorts a range's malformed events by (offset, reason, line).
+        bad.sort_by_key(|a| (a.0, reason_rank(&a.2), a.1));
+        for (_, line, why) in bad.into_iter().take(MALFORMED_KEPT) {
+            if self.malformed_kept.len() < MALFORMED_KEPT {
+                self.malformed_kept.push(Malformed { file, line: line + line_base, bad: why });
+            }
+        }
+        if r.ts_known {
+            self.last_ts = r.last_ts;
+        }
+        if r.db_known {
+            self.last_db = r.last_db.map(|d| maps.texts[d as usize]);
+        }
+        self.cap_classes();
+    }
+
+    /// Events of a range that inherit `ts`/`db` from before it get the total's last ones.
+    fn settle(&self, c: &mut Class, db_name: u16) {
+        if let Some(s) = c.sample.as_mut() {
+            if s.unknown_ts {
+                s.ts = self.last_ts;
+                s.unknown_ts = false;
+            }
+            if s.unknown_db {
+                s.db = self.last_db;
+                s.unknown_db = false;
+            }
+        }
+        if c.unknown_db > 0 {
+            if let Some(db) = self.last_db {
+                let i = db_name as usize;
+                if c.strings.len() <= i {
+                    c.strings.resize_with(i + 1, Values::default);
+                }
+                c.strings[i].add(db, c.unknown_db);
+            }
+            c.unknown_db = 0;
+        }
+        if c.unknown_ts {
+            if let Some(ts) = self.last_ts {
+                c.see_ts(ts);
+            }
+            c.unknown_ts = false;
+        }
+    }
+
+    /// Where a run of `fp` is counted: its class, or `other` once folded.
+    fn class_for(&mut self, fp: u32) -> &mut Class {
+        match self.class_of.get(fp as usize).copied().unwrap_or(NONE) {
+            NONE => self.other.get_or_insert_with(Class::default),
+            i => &mut self.classes[i as usize].1,
+        }
+    }
+
+    fn close_run(&mut self, run: OpenRun) {
+        let Some(key) = run.key else { return };
+        let runs = &mut self.class_for(key).runs;
+        runs.close(run.length);
+        if let Some(lead) = run.lead {
+            runs.add_lead(lead, run.length);
+        }
+    }
+
+    fn close_single_run(&mut self, run: OpenRun) {
+        if let Some(key) = run.key {
+            self.class_for(key).single_runs.close(run.length);
+        }
+    }
+
+    /// `cap_classes`: keep `max_classes` classes, fold the smallest into `other`.
+    fn cap_classes(&mut self) {
+        let excess = self.classes.len().saturating_sub(self.max_classes);
+        if excess == 0 {
+            return;
+        }
+        let qt = self.num_names.id(b"Query_time") as usize;
+        let fps = &self.fingerprints;
+        let mut order: Vec<usize> = (0..self.classes.len()).collect();
+        let key = |i: &usize| {
+            let (fp, c) = &self.classes[*i];
+            (c.count, c.nums.get(qt).map_or(0, NumStats::sum), fps.get(*fp))
+        };
+        order.sort_by(|a, b| key(a).cmp(&key(b)));
+        let mut folded = vec![false; self.classes.len()];
+        let mut other = self.other.take().unwrap_or_default();
+        for &i in &order[..excess] {
+            merge_class(&mut other, &self.classes[i].1);
+            folded[i] = true;
+        }
+        self.other = Some(other);
+        let classes = std::mem::take(&mut self.classes);
+        for (i, (fp, class)) in classes.into_iter().enumerate() {
+            if folded[i] {
+                self.class_of[fp as usize] = NONE;
+            } else {
+                self.class_of[fp as usize] = self.classes.len() as u32;
+                self.classes.push((fp, class));
+            }
+        }
+    }
+
+    /// The end of the input (`close_runs`): every open run ends.
+    pub fn finish(&mut self) {
+        for single in [false, true] {
+            let open = std::mem::take(if single { &mut self.open_single } else { &mut self.open_runs });
+            for table in [open.whole, open.heads, open.tails] {
+                for (_, run) in sorted(table) {
+                    if single {
+                        self.close_single_run(run);
+                    } else {
+                        self.close_run(run);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every class and `other` merged into one (the digest's global figures).
+    pub fn totals(&self) -> Class {
+        let mut all = Class::default();
+        for (_, c) in &self.classes {
+            merge_class(&mut all, c);
+        }
+        if let Some(o) = &self.other {
+            merge_class(&mut all, o);
+        }
+        all
+    }
+}
+
+fn reason_rank(bad: &Bad) -> u8 {
+    // "Query_time is not a number: …" sorts before "event without a statement: …".
+    match bad {
+        Bad::QueryTime(_) => 0,
+        Bad::Truncated => 1,
+    }
+}
+
+/// `ts[:16]`: the minute of a time.
+fn minute_of(ts: Ts) -> Ts {
+    let b = ts.as_bytes();
+    Ts::from(&b[..b.len().min(16)])
+}
+
+fn sorted(table: HashMap<u64, OpenRun>) -> Vec<(u64, OpenRun)> {
+    let mut v: Vec<(u64, OpenRun)> = table.into_iter().collect();
+    v.sort_unstable_by_key(|e| e.0);
+    v
+}
+
+/// `native_engine._open`: a connection's run open at both ends, or its first and last.
+fn place(target: &mut OpenRuns, number: u64, run: OpenRun, first: Option<OpenRun>) {
+    match first {
+        None => {
+            target.whole.insert(number, run);
+        }
+        Some(first) => {
+            target.heads.insert(number, first);
+            target.tails.insert(number, run);
+        }
+    }
+}
+
+/// `aggregate._stitch`: join `left`'s open last runs to `right`'s first runs.
+fn stitch(left: &mut OpenRuns, mut right: OpenRuns, mut close: impl FnMut(OpenRun)) {
+    let mut threads: Vec<u64> = right.whole.keys().chain(right.heads.keys()).copied().collect();
+    threads.sort_unstable();
+    threads.dedup();
+    for thread in threads {
+        let whole_right = right.whole.get(&thread).copied();
+        let first_right = whole_right.unwrap_or_else(|| right.heads[&thread]);
+        let whole_left = left.whole.remove(&thread);
+        let last_left = whole_left.or_else(|| left.tails.remove(&thread));
+        let Some(last_left) = last_left else {
+            match whole_right {
+                Some(w) => {
+                    left.whole.insert(thread, w);
+                }
+                None => {
+                    left.heads.insert(thread, first_right);
+                    left.tails.insert(thread, right.tails[&thread]);
+                }
+            }
+            continue;
+        };
+        if let Some(w) = whole_left {
+            left.heads.insert(thread, w);
+        }
+        if last_left.key == first_right.key {
+            let joined =
+                OpenRun { key: first_right.key, length: last_left.length + first_right.length, lead: last_left.lead };
+            if whole_right.is_some() {
+                if whole_left.is_some() {
+                    left.heads.remove(&thread);
+                    left.whole.insert(thread, joined);
+                } else {
+                    left.tails.insert(thread, joined);
+                }
+                continue;
+            }
+            if whole_left.is_some() {
+                left.heads.insert(thread, joined);
+            } else {
+                close(joined);
+            }
+        } else {
+            if whole_left.is_none() {
+                close(last_left);
+            }
+            let led = OpenRun { key: first_right.key, length: first_right.length, lead: last_left.key };
+            if whole_right.is_some() {
+                left.tails.insert(thread, led);
+                continue;
+            }
+            close(led);
+        }
+        left.tails.insert(thread, right.tails.remove(&thread).expect("a head has a tail"));
+    }
+}
+
+/// A range's class in the total's ids, its sample's line absolute.
+fn rebase(c: Class, maps: &IdMaps, file: u32, line_base: u64, server: Option<u32>) -> Class {
+    let mut out = Class {
+        kind: c.kind,
+        count: c.count,
+        ts_min: c.ts_min,
+        ts_max: c.ts_max,
+        histogram: c.histogram,
+        connections: c.connections,
+        texts: c.texts,
+        fit: c.fit,
+        unknown_db: c.unknown_db,
+        unknown_ts: c.unknown_ts,
+        ..Class::default()
+    };
+    for (i, (s, decimal)) in c.nums.into_iter().zip(c.decimal).enumerate() {
+        if s.count() > 0 {
+            let id = maps.nums[i];
+            *out.num(id) = s;
+            out.decimal[id as usize] = decimal;
+        }
+    }
+    for (i, f) in c.flags.into_iter().enumerate() {
+        if f.1 > 0 {
+            let id = maps.flags[i] as usize;
+            if out.flags.len() <= id {
+                out.flags.resize(id + 1, (0, 0));
+            }
+            out.flags[id] = f;
+        }
+    }
+    for (i, values) in c.strings.into_iter().enumerate() {
+        if values.list.is_empty() && values.other == 0 {
+            continue;
+        }
+        let id = maps.text_names[i] as usize;
+        if out.strings.len() <= id {
+            out.strings.resize_with(id + 1, Values::default);
+        }
+        let target = &mut out.strings[id];
+        for (v, n) in values.list {
+            target.add(maps.texts[v as usize], n);
+        }
+        target.other += values.other;
+    }
+    if let Some(server) = server {
+        out.servers.push((server, c.count));
+    }
+    out.sample = c.sample.map(|mut s| {
+        let text = |v: Option<u32>| v.map(|v| maps.texts[v as usize]);
+        s.db = text(s.db);
+        s.user = text(s.user);
+        s.host = text(s.host);
+        s.file = file;
+        s.line += line_base;
+        s
+    });
+    out.runs = rebase_runs(c.runs, maps);
+    out.single_runs = rebase_runs(c.single_runs, maps);
+    out
+}
+
+fn rebase_runs(mut runs: Runs, maps: &IdMaps) -> Runs {
+    for lead in &mut runs.leads {
+        lead.0 = maps.fingerprints[lead.0 as usize];
+    }
+    runs
+}
+
+/// `ClassAgg.merge`: add `b` (later in the input) to `a`.
+pub fn merge_class(a: &mut Class, b: &Class) {
+    a.count += b.count;
+    if let Some(t) = b.ts_min {
+        a.see_ts(t);
+    }
+    if let Some(t) = b.ts_max {
+        a.see_ts(t);
+    }
+    for (i, s) in b.nums.iter().enumerate() {
+        if s.count() > 0 {
+            a.num(i as u16).merge(s);
+            a.decimal[i] |= b.decimal[i];
+        }
+    }
+    if a.flags.len() < b.flags.len() {
+        a.flags.resize(b.flags.len(), (0, 0));
+    }
+    for (i, f) in b.flags.iter().enumerate() {
+        a.flags[i].0 += f.0;
+        a.flags[i].1 += f.1;
+    }
+    if a.strings.len() < b.strings.len() {
+        a.strings.resize_with(b.strings.len(), Values::default);
+    }
+    for (i, values) in b.strings.iter().enumerate() {
+        let target = &mut a.strings[i];
+        for &(v, n) in &values.list {
+            target.add(v, n);
+        }
+        target.other += values.other;
+    }
+    for &(server, n) in &b.servers {
+        match a.servers.iter_mut().find(|e| e.0 == server) {
+            Some(e) => e.1 += n,
+            None => a.servers.push((server, n)),
+        }
+    }
+    for (x, y) in a.histogram.iter_mut().zip(b.histogram) {
+        *x += y;
+    }
+    if let Some(s) = &b.sample {
+        if a.sample.as_ref().is_none_or(|mine| s.query_time >= mine.query_time) {
+            a.sample = Some(Box::new(clone_sample(s)));
+        }
+    }
+    merge_runs(&mut a.runs, &b.runs);
+    merge_runs(&mut a.single_runs, &b.single_runs);
+    merge_kmv(&mut a.connections, &b.connections);
+    merge_kmv(&mut a.texts, &b.texts);
+    for (x, y) in a.fit.iter_mut().zip(b.fit) {
+        *x += y;
+    }
+}
+
+fn clone_sample(s: &Sample) -> Sample {
+    Sample {
+        query_time: s.query_time,
+        query: s.query.clone(),
+        truncated: s.truncated,
+        ts: s.ts,
+        db: s.db,
+        user: s.user,
+        host: s.host,
+        offset: s.offset,
+        line: s.line,
+        file: s.file,
+        unknown_ts: s.unknown_ts,
+        unknown_db: s.unknown_db,
+    }
+}
+
+fn merge_runs(a: &mut Runs, b: &Runs) {
+    a.runs += b.runs;
+    a.calls += b.calls;
+    a.repeated_calls += b.repeated_calls;
+    a.longest = a.longest.max(b.longest);
+    for &(key, n) in &b.lengths {
+        match a.lengths.iter_mut().find(|e| e.0 == key) {
+            Some(e) => e.1 += n,
+            None => a.lengths.push((key, n)),
+        }
+    }
+    for &(lead, runs, calls) in &b.leads {
+        a.add_leads(lead, runs, calls);
+    }
+    if let Some((runs, calls)) = b.leads_other {
+        let o = a.leads_other.get_or_insert((0, 0));
+        o.0 += runs;
+        o.1 += calls;
+    }
+}
+
+/// `sketch.distinct_merge`: the union, its `DISTINCT_K` smallest hashes.
+fn merge_kmv(a: &mut Kmv, b: &Kmv) {
+    if b.0.is_empty() {
+        return;
+    }
+    let mut all: Vec<u64> = a.0.iter().chain(&b.0).copied().collect();
+    all.sort_unstable();
+    all.dedup();
+    all.truncate(crate::range::DISTINCT_K);
+    a.0 = all;
+}
