@@ -111,7 +111,36 @@ def open_mmap(path: str) -> mmap.mmap | bytes:
         return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def split_points(data: mmap.mmap | bytes, parts: int, minimum: int) -> list[int]:
+class FileView:
+    """``len`` and ``find`` over an open file through ``pread``: the few bytes read to
+    find split points never enter the process's memory map. (Through a map, a page
+    cache holding the file in 2 MB folios maps whole folios: 0.8 GB resident for the
+    split points of a 5 GB log, measured.)"""
+
+    WINDOW = 64 * 1024
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.size = os.fstat(fd).st_size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, start: int, length: int) -> bytes:
+        return os.pread(self.fd, length, start)
+
+    def find(self, needle: bytes, start: int) -> int:
+        position = start
+        while position < self.size:
+            chunk = os.pread(self.fd, self.WINDOW + len(needle) - 1, position)
+            found = chunk.find(needle)
+            if found >= 0:
+                return position + found
+            position += self.WINDOW
+        return -1
+
+
+def split_points(data: mmap.mmap | bytes | FileView, parts: int, minimum: int) -> list[int]:
     """Offsets where workers start: 0, then just after a ``;\\n#`` near each 1/parts.
 
     Each is the start of a record exactly as pt would read it (a record ends at a

@@ -39,6 +39,7 @@ from govern.digest.engine import (
 )
 from govern.digest.filters import Filters
 from govern.digest.inputs import (
+    FileView,
     Input,
     check_text,
     open_mmap,
@@ -134,15 +135,12 @@ def _file_segments(
     index: int, item: Input, options: DigestOptions, jobs: int, native: bool = False
 ) -> Iterator[_Segment]:
     assert item.path is not None
-    data = open_mmap(item.path)
-    try:
-        check_text(item.name, bytes(data[:65536]))
+    with open(item.path, "rb") as handle:
+        view = FileView(handle.fileno())
+        check_text(item.name, view.read(0, 65536))
         segment = (options.segment or NATIVE_SEGMENT) if native else segment_size(options)
-        parts = max(1, len(data) // segment)
-        points = split_points(data, parts, min(segment, PARALLEL_MINIMUM))
-    finally:
-        if not isinstance(data, bytes):
-            data.close()
+        parts = max(1, len(view) // segment)
+        points = split_points(view, parts, min(segment, PARALLEL_MINIMUM))
     size = item.size or 0
     engine = options.engine(item.host)
     for number, low in enumerate(points):
