@@ -321,7 +321,15 @@ fn runs_to_tuple<'py>(
         let id = ids.entry(lead).or_insert_with(|| query_id(r.fingerprints.get(lead)));
         leads.append((id.as_str(), n, calls))?;
     }
-    (runs.runs, runs.calls, runs.repeated_calls, runs.longest, PyList::new(py, &runs.lengths)?, leads, runs.leads_other)
+    (
+        runs.runs,
+        runs.calls,
+        runs.repeated_calls,
+        runs.longest,
+        PyList::new(py, runs.lengths.iter().copied())?,
+        leads,
+        runs.leads_other,
+    )
         .into_pyobject(py)
 }
 
@@ -341,7 +349,7 @@ fn class_to_tuple<'py>(
             s.min(),
             s.max(),
             PyList::new(py, s.buckets())?,
-            c.decimal[i],
+            c.decimal.get(i),
         ))?;
     }
     let flags = PyList::empty(py);
@@ -382,16 +390,20 @@ fn class_to_tuple<'py>(
         PyList::new(py, c.histogram)?.into_any(),
         sample,
         runs_to_tuple(py, r, &c.runs, ids)?.into_any(),
-        runs_to_tuple(py, r, &c.single_runs, ids)?.into_any(),
-        PyList::new(py, &c.connections.0)?.into_any(),
-        PyList::new(py, &c.texts.0)?.into_any(),
-        PyTuple::new(py, c.fit)?.into_any(),
+        runs_to_tuple(py, r, c.single_runs.as_deref().unwrap_or(&crate::range::Runs::default()), ids)?.into_any(),
+        PyList::new(py, c.connections.0.iter().copied())?.into_any(),
+        PyList::new(py, c.texts.0.iter().copied())?.into_any(),
+        PyTuple::new(py, c.fit.as_deref().copied().unwrap_or_default())?.into_any(),
         c.unknown_db.into_pyobject(py)?.into_any(),
         PyBool::new(py, c.unknown_ts).to_owned().into_any(),
         match r.servers {
             Some(labels) => PyList::new(
                 py,
-                c.servers.iter().map(|&(s, n)| (String::from_utf8_lossy(labels.get(s)).into_owned(), n)),
+                c.servers
+                    .as_deref()
+                    .map_or(&[][..], |s| &s[..])
+                    .iter()
+                    .map(|&(s, n)| (String::from_utf8_lossy(labels.get(s)).into_owned(), n)),
             )?
             .into_any(),
             None => PyList::empty(py).into_any(),

@@ -15,6 +15,7 @@ type HashMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 
 use memchr::memchr_iter;
 use regex::bytes::Regex;
+use smallvec::SmallVec;
 
 use crate::aggregate::{Interner, NumStats};
 use crate::digest::KeyCache;
@@ -117,8 +118,9 @@ fn is_py_space(b: u8) -> bool {
 /// (`ClassAgg.add_string`).
 #[derive(Debug, Default)]
 pub struct Values {
-    pub list: Vec<(u32, u64)>,
-    index: Option<HashMap<u32, usize>>,
+    /// Most attributes keep one value per class: inline, no allocation.
+    pub list: SmallVec<[(u32, u64); 1]>,
+    index: Option<Box<HashMap<u32, usize>>>,
     pub other: u64,
 }
 
@@ -143,14 +145,45 @@ impl Values {
         } else if self.list.len() > 16 {
             let mut index = HashMap::default();
             index.extend(self.list.iter().enumerate().map(|(i, e)| (e.0, i)));
-            self.index = Some(index);
+            self.index = Some(Box::new(index));
+        }
+    }
+}
+
+/// A set of small integers (attribute ids), one bit each; the first 64 inline.
+#[derive(Clone, Debug, Default)]
+pub struct Bits(SmallVec<[u64; 1]>);
+
+impl Bits {
+    #[inline]
+    pub fn set(&mut self, i: usize) {
+        let word = i / 64;
+        if self.0.len() <= word {
+            self.0.resize(word + 1, 0);
+        }
+        self.0[word] |= 1 << (i % 64);
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> bool {
+        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    pub fn union(&mut self, other: &Bits) {
+        for (i, &w) in other.0.iter().enumerate() {
+            if w != 0 {
+                if self.0.len() <= i {
+                    self.0.resize(i + 1, 0);
+                }
+                self.0[i] |= w;
+            }
         }
     }
 }
 
 /// k minimum values of 64-bit hashes, sorted (`sketch.distinct_add`).
 #[derive(Debug, Default)]
-pub struct Kmv(pub Vec<u64>);
+pub struct Kmv(pub SmallVec<[u64; 2]>);
 
 impl Kmv {
     #[inline]
@@ -177,8 +210,8 @@ pub struct Runs {
     pub calls: u64,
     pub repeated_calls: u64,
     pub longest: u64,
-    pub lengths: Vec<(i32, u64)>,
-    pub leads: Vec<(u32, u64, u64)>,
+    pub lengths: SmallVec<[(i32, u64); 1]>,
+    pub leads: SmallVec<[(u32, u64, u64); 1]>,
     pub leads_other: Option<(u64, u64)>,
 }
 
@@ -244,21 +277,23 @@ pub struct Class {
     pub ts_min: Option<Ts>,
     pub ts_max: Option<Ts>,
     pub nums: Vec<NumStats>,
-    pub decimal: Vec<bool>,
+    /// Per numeric attribute id: some value had a decimal point.
+    pub decimal: Bits,
     pub flags: Vec<(u64, u64)>,
     pub strings: Vec<Values>,
     pub histogram: [u64; 8],
     pub sample: Option<Box<Sample>>,
     pub runs: Runs,
-    pub single_runs: Runs,
+    /// Runs of single-row writes (writes only).
+    pub single_runs: Option<Box<Runs>>,
     pub connections: Kmv,
     pub texts: Kmv,
     /// n, sx, sy, sxx, sxy of Query_time (µs) against rows per statement.
-    pub fit: [i128; 5],
+    pub fit: Option<Box<[i128; 5]>>,
     pub unknown_db: u64,
     pub unknown_ts: bool,
     /// `--host` label id -> events (set when ranges merge: `total.rs`).
-    pub servers: Vec<(u32, u64)>,
+    pub servers: Option<Box<Vec<(u32, u64)>>>,
 }
 
 impl Class {
@@ -267,7 +302,6 @@ impl Class {
         let i = id as usize;
         if self.nums.len() <= i {
             self.nums.resize_with(i + 1, NumStats::default);
-            self.decimal.resize(i + 1, false);
         }
         &mut self.nums[i]
     }
@@ -683,10 +717,10 @@ impl<'o> Digester<'o> {
                     let id = *info.num_id.get_or_insert_with(|| r.num_names.id(key) as u16);
                     class.num(id).add(v);
                     if key == b"Query_time" {
-                        class.decimal[id as usize] = true;
+                        class.decimal.set(id as usize);
                         class.histogram[histogram_index(v)] += 1;
                     } else if raw.contains(&b'.') {
-                        class.decimal[id as usize] = true;
+                        class.decimal.set(id as usize);
                     }
                 }
                 Typed::Yes | Typed::No => {
@@ -733,7 +767,7 @@ impl<'o> Digester<'o> {
                         _ => 0,
                     }
                 };
-                let f = &mut class.fit;
+                let f = class.fit.get_or_insert_with(Default::default);
                 f[0] += 1;
                 f[1] += rows;
                 f[2] += qt;
@@ -795,7 +829,7 @@ impl<'o> Digester<'o> {
                     } else {
                         &mut r.classes[single.class as usize].1
                     };
-                    target.single_runs.close(single.length);
+                    target.single_runs.get_or_insert_with(Default::default).close(single.length);
                 }
             } else {
                 conn.first_single = Some(Run { lead: None, ..single });

@@ -13,6 +13,8 @@
 //! them in ascending connection number.
 
 use crate::aggregate::{Interner, NumStats};
+use smallvec::SmallVec;
+
 use crate::range::{connection_number, Bad, Class, Kmv, RangeDigest, Run, Runs, Sample, Ts, Values};
 
 type HashMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
@@ -231,7 +233,7 @@ impl Total {
 
     fn close_single_run(&mut self, run: OpenRun) {
         if let Some(key) = run.key {
-            self.class_for(key).single_runs.close(run.length);
+            self.class_for(key).single_runs.get_or_insert_with(Default::default).close(run.length);
         }
     }
 
@@ -401,11 +403,13 @@ fn rebase(c: Class, maps: &IdMaps, file: u32, line_base: u64, server: Option<u32
         unknown_ts: c.unknown_ts,
         ..Class::default()
     };
-    for (i, (s, decimal)) in c.nums.into_iter().zip(c.decimal).enumerate() {
+    for (i, s) in c.nums.into_iter().enumerate() {
         if s.count() > 0 {
             let id = maps.nums[i];
             *out.num(id) = s;
-            out.decimal[id as usize] = decimal;
+            if c.decimal.get(i) {
+                out.decimal.set(id as usize);
+            }
         }
     }
     for (i, f) in c.flags.into_iter().enumerate() {
@@ -432,7 +436,7 @@ fn rebase(c: Class, maps: &IdMaps, file: u32, line_base: u64, server: Option<u32
         target.other += values.other;
     }
     if let Some(server) = server {
-        out.servers.push((server, c.count));
+        out.servers = Some(Box::new(vec![(server, c.count)]));
     }
     out.sample = c.sample.map(|mut s| {
         let text = |v: Option<u32>| v.map(|v| maps.texts[v as usize]);
@@ -444,7 +448,10 @@ fn rebase(c: Class, maps: &IdMaps, file: u32, line_base: u64, server: Option<u32
         s
     });
     out.runs = rebase_runs(c.runs, maps);
-    out.single_runs = rebase_runs(c.single_runs, maps);
+    out.single_runs = c.single_runs.map(|r| Box::new(rebase_runs(*r, maps)));
+    out.nums.shrink_to_fit();
+    out.flags.shrink_to_fit();
+    out.strings.shrink_to_fit();
     out
 }
 
@@ -467,9 +474,9 @@ pub fn merge_class(a: &mut Class, b: &Class) {
     for (i, s) in b.nums.iter().enumerate() {
         if s.count() > 0 {
             a.num(i as u16).merge(s);
-            a.decimal[i] |= b.decimal[i];
         }
     }
+    a.decimal.union(&b.decimal);
     if a.flags.len() < b.flags.len() {
         a.flags.resize(b.flags.len(), (0, 0));
     }
@@ -487,10 +494,11 @@ pub fn merge_class(a: &mut Class, b: &Class) {
         }
         target.other += values.other;
     }
-    for &(server, n) in &b.servers {
-        match a.servers.iter_mut().find(|e| e.0 == server) {
+    for &(server, n) in b.servers.iter().flat_map(|s| s.iter()) {
+        let servers = a.servers.get_or_insert_with(Default::default);
+        match servers.iter_mut().find(|e| e.0 == server) {
             Some(e) => e.1 += n,
-            None => a.servers.push((server, n)),
+            None => servers.push((server, n)),
         }
     }
     for (x, y) in a.histogram.iter_mut().zip(b.histogram) {
@@ -502,11 +510,15 @@ pub fn merge_class(a: &mut Class, b: &Class) {
         }
     }
     merge_runs(&mut a.runs, &b.runs);
-    merge_runs(&mut a.single_runs, &b.single_runs);
+    if let Some(b) = &b.single_runs {
+        merge_runs(a.single_runs.get_or_insert_with(Default::default), b);
+    }
     merge_kmv(&mut a.connections, &b.connections);
     merge_kmv(&mut a.texts, &b.texts);
-    for (x, y) in a.fit.iter_mut().zip(b.fit) {
-        *x += y;
+    if let Some(fit) = &b.fit {
+        for (x, y) in a.fit.get_or_insert_with(Default::default).iter_mut().zip(fit.iter()) {
+            *x += y;
+        }
     }
 }
 
@@ -557,5 +569,5 @@ fn merge_kmv(a: &mut Kmv, b: &Kmv) {
     all.sort_unstable();
     all.dedup();
     all.truncate(crate::range::DISTINCT_K);
-    a.0 = all;
+    a.0 = SmallVec::from_vec(all);
 }
