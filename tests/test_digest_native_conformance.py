@@ -163,3 +163,40 @@ def test_recorded_mariadb_log_same_json(
     path = record_workload(mariadb, tmp_path / "slow.log")
     assert path.stat().st_size > 100_000
     assert_engines_agree(path, monkeypatch, [20_000])
+
+
+def many_classes_log(classes: int) -> bytes:
+    """Three events a class on 40 connections: runs of a class, leads, single-row
+    writes, values of one attribute per class, more classes than the core keeps in
+    memory before freezing them (native/src/total.rs FREEZE_ABOVE, 4,096)."""
+    rng = random.Random(7)
+    out = [b"# Time: 261121 22:42:45\n"]
+    names = [bytes(97 + (i // 26**k) % 26 for k in range(3)) for i in range(classes)]
+    for rep in range(3):
+        for i in range(classes):
+            thread = rng.randrange(40)
+            query = (
+                b"INSERT INTO t_%s (a) VALUES (%d)" % (names[i], rep)
+                if i % 5 == 0
+                else b"SELECT a FROM t_%s WHERE id = %d" % (names[i], rng.randrange(9))
+            )
+            for _ in range(1 + (i % 7 == 0)):  # some runs of two
+                out.append(
+                    b"# User@Host: u%d[u] @ h%d []\n# Thread_id: %d  Schema: s%d\n"
+                    b"# Query_time: 0.%06d  Lock_time: 0.000010  Rows_sent: 1  Rows_examined: %d\n"
+                    b"# Rows_affected: %d\n%s;\n"
+                    % (i % 3, i % 2, thread, rep, rng.randrange(999_999), i % 50, i % 5 == 0, query)
+                )
+    return b"".join(out)
+
+
+def test_frozen_classes_same_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "many.log"
+    path.write_bytes(many_classes_log(6000))
+    reference = document(path, monkeypatch, python=True, jobs=1)
+    assert len(reference["classes"]) == 6000
+    assert document(path, monkeypatch, python=False, jobs=1) == reference, "serial"
+    got = document(path, monkeypatch, python=False, jobs=2, segment=60_000)
+    assert got == reference, "parallel"
+    capped = document(path, monkeypatch, python=True, jobs=1, max_classes=5000)
+    assert document(path, monkeypatch, python=False, jobs=1, max_classes=5000) == capped

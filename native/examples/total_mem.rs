@@ -55,7 +55,7 @@ fn main() {
     total.finish();
     let live = LIVE.load(Ordering::Relaxed) - base;
     let n = total.classes.len();
-    let c = &total.classes[0].1;
+    let c = &*total.classes[0].1.get();
     eprintln!(
         "per class: nums {}x{}, strings {}x{}, flags {}, sample {:?}, varied? ts {}, runs {}, Values {}, Sample {}",
         c.nums.capacity(),

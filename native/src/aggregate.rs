@@ -111,7 +111,7 @@ impl AttrTable {
 /// Bytes_sent…): those cost 24 bytes; an attribute moves to the heap at its second value.
 /// The representation is canonical (`Same` exactly when all values are equal and fit
 /// in 64 bits), so equal data compare equal however the log was cut.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum NumStats {
     #[default]
     Empty,
@@ -122,7 +122,7 @@ pub enum NumStats {
     Varied(Box<Varied>),
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Varied {
     count: u64,
     sum: i128,

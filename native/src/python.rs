@@ -541,7 +541,8 @@ impl PyTotal {
         let find = |name: &[u8]| (0..t.num_names.len() as u32).find(|&i| t.num_names.get(i) == name);
         let (qt, wanted) = (find(b"Query_time"), find(attribute));
         let list = PyList::empty(py);
-        for (fp, c) in &t.classes {
+        for (fp, slot) in &t.classes {
+            let c = &*slot.get();
             let metric = num_stats(c, wanted).map(|s| (s.count(), s.sum(), s.min(), s.max()));
             list.append((PyBytes::new(py, t.fingerprints.get(*fp)), c.count, num_stats(c, qt).is_some(), metric))?;
         }
@@ -549,8 +550,8 @@ impl PyTotal {
     }
 
     fn class_at<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyTuple>> {
-        let (fp, c) = self.inner.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
-        class_to_tuple(py, &Names::of_total(&self.inner), Some(*fp), c, &mut HashMap::new())
+        let (fp, slot) = self.inner.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
+        class_to_tuple(py, &Names::of_total(&self.inner), Some(*fp), &slot.get(), &mut HashMap::new())
     }
 
     /// The events of classes beyond the cap, as one class (None: none).

@@ -57,6 +57,18 @@ impl Ts {
     }
 }
 
+impl serde::Serialize for Ts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serde::Serialize::serialize(self.as_bytes(), s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Ts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Ts, D::Error> {
+        Ok(Ts::from(&<Vec<u8> as serde::Deserialize>::deserialize(d)?))
+    }
+}
+
 impl PartialOrd for Ts {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
@@ -116,10 +128,11 @@ fn is_py_space(b: u8) -> bool {
 
 /// Value counts of one text attribute: at most 1,000 values, the rest in `other`
 /// (`ClassAgg.add_string`).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Values {
     /// Most attributes keep one value per class: inline, no allocation.
     pub list: SmallVec<[(u32, u64); 1]>,
+    #[serde(skip)]
     index: Option<Box<HashMap<u32, usize>>>,
     pub other: u64,
 }
@@ -151,7 +164,7 @@ impl Values {
 }
 
 /// A set of small integers (attribute ids), one bit each; the first 64 inline.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Bits(SmallVec<[u64; 1]>);
 
 impl Bits {
@@ -182,7 +195,7 @@ impl Bits {
 }
 
 /// k minimum values of 64-bit hashes, sorted (`sketch.distinct_add`).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Kmv(pub SmallVec<[u64; 2]>);
 
 impl Kmv {
@@ -204,7 +217,7 @@ impl Kmv {
 }
 
 /// Closed runs of one class (`aggregate.Runs`); leads by fingerprint id.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Runs {
     pub runs: u64,
     pub calls: u64,
@@ -252,7 +265,7 @@ impl Runs {
 }
 
 /// A class's worst event (`aggregate.Sample`); `offset` becomes its line.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Sample {
     pub query_time: i128,
     pub query: Vec<u8>,
@@ -270,7 +283,7 @@ pub struct Sample {
 }
 
 /// Everything the Python engine's `ClassAgg` holds, by attribute id.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Class {
     pub kind: u8,
     pub count: u64,

@@ -53,7 +53,7 @@ fn unpack(w: u64) -> (i32, u64) {
     ((w >> COUNT_BITS) as i32 - 32768, w & COUNT_MASK)
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Sketch {
     /// Packed (key, count) words, sorted by key.
     buckets: SmallVec<[u64; 2]>,
