@@ -20,7 +20,7 @@ use smallvec::SmallVec;
 use crate::aggregate::{Interner, NumStats};
 use crate::digest::KeyCache;
 use crate::fingerprint::Fingerprinter;
-use crate::hashes::{blake2b_8, crc32, mix64};
+use crate::hashes::{crc32, mix64, text_hash};
 use crate::number::{classify, Typed};
 use crate::perl::truthy;
 use crate::slowlog::{Event, Known, Parser};
@@ -448,10 +448,14 @@ pub fn statement_kind(fp: &[u8]) -> u8 {
 
 /// engine.py `_count_tuples`: `),(` separators outside quotes, plus one.
 pub fn count_tuples(arg: &[u8]) -> u64 {
-    let stripped;
-    let text: &[u8] = if arg.contains(&b'\'') || arg.contains(&b'"') {
-        stripped = strip_quoted(arg);
-        &stripped
+    count_tuples_with(arg, &mut Vec::new())
+}
+
+/// `count_tuples`, quotes stripped into `scratch` (reused from event to event).
+pub fn count_tuples_with(arg: &[u8], scratch: &mut Vec<u8>) -> u64 {
+    let text: &[u8] = if memchr::memchr2(b'\'', b'"', arg).is_some() {
+        strip_quoted(arg, scratch);
+        scratch
     } else {
         arg
     };
@@ -475,31 +479,50 @@ pub fn count_tuples(arg: &[u8]) -> u64 {
     n
 }
 
-/// `_QUOTED.sub(b"", arg)`: quoted strings with backslash escapes removed; a quote
-/// that is never closed stays.
-fn strip_quoted(arg: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(arg.len());
+/// `_QUOTED.sub(b"", arg)` into `out`: quoted strings with backslash escapes removed;
+/// a quote that is never closed stays.
+fn strip_quoted(arg: &[u8], out: &mut Vec<u8>) {
+    out.clear();
     let mut i = 0;
-    'outer: while i < arg.len() {
-        let q = arg[i];
-        if q == b'\'' || q == b'"' {
-            let mut j = i + 1;
-            while j < arg.len() {
-                match arg[j] {
-                    b'\\' if j + 1 < arg.len() => j += 2,
-                    b'\\' => break,
-                    c if c == q => {
-                        i = j + 1;
-                        continue 'outer;
-                    }
-                    _ => j += 1,
-                }
+    while let Some(k) = memchr::memchr2(b'\'', b'"', &arg[i..]) {
+        let open = i + k;
+        out.extend_from_slice(&arg[i..open]);
+        let q = arg[open];
+        let mut j = open + 1;
+        let mut closed = None;
+        while let Some(m) = memchr::memchr2(q, b'\\', &arg[j..]) {
+            let p = j + m;
+            if arg[p] != b'\\' {
+                closed = Some(p);
+                break;
+            }
+            if p + 1 >= arg.len() {
+                break;
+            }
+            j = p + 2;
+        }
+        match closed {
+            Some(p) => i = p + 1,
+            None => {
+                out.push(q);
+                i = open + 1;
             }
         }
-        out.push(q);
-        i += 1;
     }
-    out
+    out.extend_from_slice(&arg[i..]);
+}
+
+/// `texts.id(v)`, first checking the id `last` gave the previous time.
+#[inline]
+fn text_id(texts: &mut Interner, last: &mut Option<u32>, v: &[u8]) -> u32 {
+    if let Some(id) = *last {
+        if texts.get(id) == v {
+            return id;
+        }
+    }
+    let id = texts.id(v);
+    *last = Some(id);
+    id
 }
 
 fn histogram_index(micro: i128) -> usize {
@@ -534,6 +557,10 @@ struct Digester<'o> {
     fp: Fingerprinter,
     ids: Ids,
     ts_cache: (Vec<u8>, Ts),
+    /// `count_tuples`'s buffer, reused.
+    scratch: Vec<u8>,
+    /// The last ids of user, host and db (consecutive events mostly repeat them).
+    last_texts: [Option<u32>; 3],
 }
 
 impl<'o> Digester<'o> {
@@ -583,6 +610,8 @@ impl<'o> Digester<'o> {
             fp: Fingerprinter::new(),
             ids,
             ts_cache: (Vec::new(), Ts::from(b"")),
+            scratch: Vec::new(),
+            last_texts: [None; 3],
         }
     }
 
@@ -635,7 +664,7 @@ impl<'o> Digester<'o> {
             self.r.ts_known = true;
         }
         if let Some(raw) = ev.known(Known::Db).or_else(|| ev.known(Known::Schema)) {
-            self.r.last_db = Some(self.r.texts.id(strip_backticks(raw)));
+            self.r.last_db = Some(text_id(&mut self.r.texts, &mut self.last_texts[2], strip_backticks(raw)));
             self.r.db_known = true;
         }
         let (ts, db) = (self.r.last_ts, self.r.last_db);
@@ -754,8 +783,9 @@ impl<'o> Digester<'o> {
         if let Some(d) = db {
             class.string(db_attr, d);
         }
-        let user = ev.known(Known::User).map(|u| r.texts.id(u));
-        let host = ev.known(Known::Host).map(|h| r.texts.id(h));
+        let [last_user, last_host, _] = &mut self.last_texts;
+        let user = ev.known(Known::User).map(|u| text_id(&mut r.texts, last_user, u));
+        let host = ev.known(Known::Host).map(|h| text_id(&mut r.texts, last_host, h));
         if let Some(u) = user {
             class.string(user_attr, u);
         }
@@ -763,12 +793,12 @@ impl<'o> Digester<'o> {
             class.string(host_attr, h);
         }
         class.num(ql).add(arg.len() as i128 * 1_000_000);
-        let tuples = if kind == INSERT { count_tuples(arg) } else { 0 };
+        let tuples = if kind == INSERT { count_tuples_with(arg, &mut self.scratch) } else { 0 };
         if kind == INSERT {
             class.num(vr).add(tuples as i128 * 1_000_000);
         }
         if kind == READ {
-            class.texts.add(blake2b_8(arg));
+            class.texts.add(text_hash(arg));
         }
         if let Some(qt) = query_time {
             if kind != READ {
