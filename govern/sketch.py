@@ -118,14 +118,14 @@ def from_pairs(pairs: Iterable[Iterable[int]]) -> dict[int, int]:
 # kept hash + 1), about 6% relative error. Union then trim to the K smallest merges two.
 
 DISTINCT_K = 256
-_MASK64 = (1 << 64) - 1
+MASK64 = (1 << 64) - 1
 
 
 def mix64(value: int) -> int:
     """splitmix64's finaliser: a fixed, well-spread 64-bit hash of a 64-bit integer."""
-    value = (value + 0x9E3779B97F4A7C15) & _MASK64
-    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
+    value = (value + 0x9E3779B97F4A7C15) & MASK64
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & MASK64
     return value ^ (value >> 31)
 
 

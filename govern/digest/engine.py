@@ -181,16 +181,17 @@ class Digester:
         self.pending: dict[bytes | None, tuple[ClassAgg, list[Row], int]] = {}
         self.kinds: dict[bytes, int] = {}  # fingerprint -> _READ, _OTHER_WRITE or _INSERT
         self.kept_class: dict[bytes, bool] = {}
-        # connection -> [fingerprint, length, class, lead] of its current run (lead: the
-        # fingerprint before it on the connection; None for a connection's first run here)
-        self.current_run: dict[bytes, list[object]] = {}
-        self.first_run: dict[bytes, tuple[bytes, int, None]] = {}
+        # connection (connection_number) -> [fingerprint, length, class, lead] of its
+        # current run (lead: the fingerprint before it on the connection; None for a
+        # connection's first run here)
+        self.current_run: dict[int, list[object]] = {}
+        self.first_run: dict[int, tuple[bytes, int, None]] = {}
         self.closed_runs: list[tuple[ClassAgg, int, bytes]] = []
         # The same for runs of single-row writes (key None: any other event).
-        self.current_single: dict[bytes, list[object]] = {}
-        self.first_single: dict[bytes, tuple[bytes | None, int, None]] = {}
+        self.current_single: dict[int, list[object]] = {}
+        self.first_single: dict[int, tuple[bytes | None, int, None]] = {}
         self.closed_single: list[tuple[ClassAgg, int]] = []
-        self.run_starts: dict[bytes, tuple[ClassAgg, set[bytes]]] = {}  # by fingerprint
+        self.run_starts: dict[bytes, tuple[ClassAgg, set[int]]] = {}  # by fingerprint
         self.sample_offsets: list[tuple[Sample, int]] = []
         self.malformed_offsets: list[tuple[int, str]] = []
         self.server_salt = zlib.crc32(options.server.encode()) << 32 if options.server else 0
@@ -307,8 +308,9 @@ class Digester:
             held[1].append(
                 (attributes, db, event.user, event.host, len(arg), ts, tuples, record.offset, arg)
             )
-            thread = event.thread or attributes.get(b"Thread_id")
-            if thread is not None:
+            name = event.thread or attributes.get(b"Thread_id")
+            if name is not None:
+                thread = connection_number(name)
                 # Runs of single-row writes: any other event ends them (key None; the
                 # length of such a run is never used, so it is not counted).
                 if kind == _READ:
@@ -507,8 +509,7 @@ class Digester:
         salt = self.server_salt
         for agg, threads in self.run_starts.values():
             for thread in threads:
-                number = int(thread) if thread.isdigit() else zlib.crc32(thread)
-                sketch.distinct_add(agg.connections, sketch.mix64(number + salt))
+                sketch.distinct_add(agg.connections, sketch.mix64(thread + salt))
         self.run_starts.clear()
 
     @staticmethod
@@ -603,14 +604,13 @@ class Digester:
             (self.current_single, self.first_single, partial.open_single),
         ):
             for thread, (key, length, *rest) in current.items():
-                number = int(thread) if thread.isdigit() else zlib.crc32(thread)
                 run = (key, length, rest[1] if len(rest) > 1 else None)
                 first = firsts.get(thread)
                 if first is None:
-                    open_runs.whole[number] = run  # type: ignore[assignment]
+                    open_runs.whole[thread] = run  # type: ignore[assignment]
                 else:
-                    open_runs.heads[number] = first
-                    open_runs.tails[number] = run  # type: ignore[assignment]
+                    open_runs.heads[thread] = first
+                    open_runs.tails[thread] = run  # type: ignore[assignment]
         partial.ts_seen = self.ts_known
         partial.db_seen = self.db_known
         partial.last_ts = self.last_ts if self.ts_known else None
@@ -639,6 +639,13 @@ class Digester:
 
 
 _DECIMAL_MARK = b"\x00"  # numbers[_DECIMAL_MARK + name]: some value of name had a point
+
+
+def connection_number(thread: bytes) -> int:
+    """A connection's key: its Thread_id as a number (modulo 2^64), or the CRC-32 of a
+    name that is not one. ``0042`` and ``42`` are one connection, within a range and
+    across ranges alike."""
+    return int(thread) & sketch.MASK64 if thread.isdigit() else zlib.crc32(thread)
 
 
 def text_hash(statement: bytes) -> int:

@@ -135,10 +135,6 @@ def _class(state: tuple[Any, ...], file: int | None, server: str | None) -> Clas
     return agg
 
 
-def _number(thread: bytes) -> int:
-    return int(thread) if thread.isdigit() else zlib.crc32(thread)
-
-
 def _open(target: OpenRuns, number: int, run: OpenRun, first: OpenRun | None, single: bool) -> None:
     if single:
         run = (run[0], run[1], None)
@@ -213,8 +209,7 @@ def digest_range(
     for minute, n, micro in minutes:
         partial.minutes[minute] = [n, micro]
     partial.minutes_unknown = list(minutes_unknown)
-    for thread, run, first, single, first_single in connections:
-        number = _number(thread)
+    for number, run, first, single, first_single in connections:
         _open(partial.open_runs, number, run, first, False)
         _open(partial.open_single, number, single, first_single, True)
     partial.ts_seen = ts_known

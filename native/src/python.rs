@@ -284,7 +284,7 @@ fn range_to_tuple<'py>(py: Python<'py>, r: &RangeDigest) -> PyResult<Bound<'py, 
     let conns = PyList::empty(py);
     for c in &r.conns {
         conns.append((
-            PyBytes::new(py, &c.name),
+            c.number,
             run(&c.run),
             c.first_run.as_ref().map(run),
             run(&c.single),

@@ -351,7 +351,8 @@ pub struct Run {
 /// One connection's runs in this range (engine.py `current_run`, `first_run`, …).
 #[derive(Debug)]
 pub struct Conn {
-    pub name: Box<[u8]>,
+    /// `connection_number` of its Thread_id: `0042` and `42` are one connection.
+    pub number: u64,
     hash: u64,
     pub run: Run,
     pub first_run: Option<Run>,
@@ -393,7 +394,7 @@ pub struct RangeDigest {
     pub ts_known: bool,
     pub db_known: bool,
     pub conns: Vec<Conn>,
-    conn_index: HashMap<Box<[u8]>, usize>,
+    conn_index: HashMap<u64, usize>,
     pub end: usize,
     pub newlines: u64,
 }
@@ -842,13 +843,14 @@ impl<'o> Digester<'o> {
             _ => matches!(rows_affected, Some(b"0" | b"1")).then_some(fp_id),
         };
         let fresh = Run { key: Some(fp_id), length: 1, class: slot, lead: None };
-        let conn = match r.conn_index.get(thread) {
+        let number = connection_number(thread);
+        let conn = match r.conn_index.get(&number) {
             Some(&i) => &mut r.conns[i],
             None => {
-                r.conn_index.insert(thread.into(), r.conns.len());
-                let hash = mix64(connection_number(thread).wrapping_add(self.options.server_salt));
+                r.conn_index.insert(number, r.conns.len());
+                let hash = mix64(number.wrapping_add(self.options.server_salt));
                 r.conns.push(Conn {
-                    name: thread.into(),
+                    number,
                     hash,
                     run: Run { key: None, length: 0, class: OTHER, lead: None },
                     first_run: None,

@@ -15,7 +15,7 @@
 use crate::aggregate::{Interner, NumStats};
 use smallvec::SmallVec;
 
-use crate::range::{connection_number, Bad, Class, Kmv, RangeDigest, Run, Runs, Ts, Values};
+use crate::range::{Bad, Class, Kmv, RangeDigest, Run, Runs, Ts, Values};
 
 type HashMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 
@@ -99,6 +99,8 @@ pub struct Total {
     open_runs: OpenRuns,
     open_single: OpenRuns,
     pub max_classes: usize,
+    /// `FREEZE_ABOVE`, or another bound (tests and the fuzzer freeze everything: 0).
+    pub freeze_above: usize,
 }
 
 /// A range's ids in the total's tables.
@@ -116,7 +118,7 @@ fn map_all(from: &Interner, to: &mut Interner) -> Vec<u32> {
 
 impl Total {
     pub fn new(max_classes: usize) -> Total {
-        Total { max_classes, ..Total::default() }
+        Total { max_classes, freeze_above: FREEZE_ABOVE, ..Total::default() }
     }
 
     /// Add the next range of the input (aggregate.py `merge`, after `shift_lines`):
@@ -176,7 +178,7 @@ impl Total {
         let mut runs = OpenRuns::default();
         let mut singles = OpenRuns::default();
         for c in &r.conns {
-            let number = connection_number(&c.name);
+            let number = c.number;
             place(&mut runs, number, open(&c.run, false), c.first_run.as_ref().map(|f| open(f, false)));
             place(&mut singles, number, open(&c.single, true), c.first_single.as_ref().map(|f| open(f, true)));
         }
@@ -228,7 +230,7 @@ impl Total {
 
     /// Freeze every class in memory once there are more than `FREEZE_ABOVE`.
     fn freeze(&mut self) {
-        if self.live <= FREEZE_ABOVE {
+        if self.live <= self.freeze_above {
             return;
         }
         for (_, slot) in &mut self.classes {
