@@ -217,7 +217,7 @@ class _DigestCommand(click.Command):
     "--jobs",
     type=click.IntRange(min=0),
     default=0,
-    help="Worker processes [default: one per CPU; 1: no workers].",
+    help="Threads for the native core, worker processes for the Python engine [default: one per CPU; 1: none].",
 )
 def digest(
     inputs: tuple[str, ...],
