@@ -334,7 +334,8 @@ def _warn_about_inputs(result: Digest) -> None:
         for bad in partial.malformed_kept:
             warn(f"{result.sources[bad.file].name}:{bad.line}: {bad.reason}")
         warn(f"{partial.malformed:,} malformed events skipped")
-    if not result.ranked() and result.unreported():
+    reported, unreported = result.counts()
+    if not reported and unreported:
         warn("no event has a Query_time header: is this a slow log?")
     _warn_about_order(result)
 
@@ -342,8 +343,10 @@ def _warn_about_inputs(result: Digest) -> None:
 def _warn_about_order(result: Digest) -> None:
     """An attribute no event has orders nothing: say so rather than print log order."""
     attribute, function = parse_order_by(result.order_by)
+    if function == "cnt" or not result.counts()[0]:
+        return
     metrics = result.global_metrics()
-    if result.ranked() and function != "cnt" and attribute not in metrics:
+    if attribute not in metrics:
         known = ", ".join(sorted(metrics))
         warn(f"--order-by {result.order_by}: no event has {attribute} (these have: {known})")
 
