@@ -14,8 +14,8 @@ from govern.cli_options import state_option
 from govern.digest.filters import parse_filters, parse_time
 from govern.digest.result import (
     Digest,
+    build_document,
     from_document,
-    full_document,
     limit_classes,
     merge_digests,
     parse_order_by,
@@ -370,8 +370,11 @@ def _emit(
     window_files: tuple[str, ...] = (),
     state_path: str | None = None,
 ) -> None:
-    """Write the report; exit 1 when the rules found something at --fail-on or above."""
-    document = full_document(result)
+    """Write the report; exit 1 when the rules found something at --fail-on or above.
+
+    The document's classes are built one at a time, as the rules and the report read
+    them (each pass builds them again): no moment holds every class document."""
+    document = build_document(result)
     exit_code = 0
     if rule_options is not None:
         from rules.digest import check_document
