@@ -26,7 +26,7 @@ from govern.digest.result import LazyClasses
 from rules.base import Context
 from rules.config import ConfigFinder, RulesConfig
 from rules.engine import build_ruleset, check_statement
-from rules.evidence import DigestEvidence
+from rules.evidence import DigestEvidence, class_documents
 from rules.model import Finding, Severity
 from rules.sql.statement import Statement
 from rules.target import parse_target
@@ -142,7 +142,7 @@ def check_document(
     ctx = Context(target, target_name, digest=evidence)
     by_class: dict[str, list[Finding]] = {}
     suppressed = truncated = 0
-    for item in document.get("classes", []):
+    for item in class_documents(document):
         sample = item.get("sample")
         if not sample:
             continue

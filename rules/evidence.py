@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from govern import sketch
+from govern.digest.result import LazyClasses
 
 WRITE_VERBS = ("insert", "replace", "update", "delete")
 #: A log whose fastest statement took this long or more was cut by long_query_time.
@@ -23,6 +24,15 @@ FULL_LOG_FASTEST = 0.001
 _SEQUENCE_FILTERS = ("db", "fingerprint", "id")
 _FILTER_KEY = re.compile(r"^\s*([a-z]+)\s*(?:!=|=|~)")
 MICRO = 1_000_000
+
+
+def class_documents(document: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    """A digest document's classes, to read: lazy classes (govern digest's) as read-only
+    views, each figure built when a rule reads it, rather than whole class documents."""
+    classes = document.get("classes", [])
+    if isinstance(classes, LazyClasses):
+        return classes.views()
+    return classes
 
 
 def table_key(name: str) -> str:
@@ -230,7 +240,7 @@ class DigestEvidence:
         self._writes: list[_WritePoint] = []
         table_sets: dict[frozenset[str], frozenset[str]] = {}
         sampled = False
-        for item in document.get("classes", []):
+        for item in class_documents(document):
             facts = ClassFacts(item)
             self.fingerprints[facts.id] = facts.fingerprint
             _add_traffic(self.tables, facts)
@@ -349,7 +359,7 @@ def _completeness(
             f"the fastest statement took {fastest:g} s: the log looks cut by long_query_time"
         )
     if sampled is None:
-        sampled = any(_sampled(item) for item in document.get("classes", []))
+        sampled = any(_sampled(item) for item in class_documents(document))
     if sampled:
         return False, "the log is sampled (Log_slow_rate_limit above 1)"
     for text in (document.get("options") or {}).get("filters", []):

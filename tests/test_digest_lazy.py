@@ -103,6 +103,8 @@ def test_findings_go_where_annotate_puts_them() -> None:
         assert built == listed
     # a slice taken after annotate, and one taken before, both carry the findings
     assert list(lazy["classes"][:5]) == full["classes"][:5]
+    views = lazy["classes"].views()
+    assert [view["findings"] for view in views] == [item["findings"] for item in full["classes"]]
 
 
 def test_class_documents_are_built_when_read() -> None:
@@ -228,3 +230,22 @@ def test_unreported_classes_are_keys_too() -> None:
     assert list(lazy["unreported"]) == full["unreported"]
     assert full["totals"]["unreported_events"] == 2
     assert _written(lazy) == json.dumps(full, ensure_ascii=False) + "\n"
+
+
+def test_class_views_read_as_the_class_documents() -> None:
+    digest = _digest()
+    lazy, full = build_document(digest), full_document(digest)
+    classes = lazy["classes"]
+    assert isinstance(classes, LazyClasses)
+    views = list(classes.views())
+    assert len(views) == len(full["classes"])
+    for view, item in zip(views, full["classes"], strict=True):
+        assert list(view) == list(item) and len(view) == len(item)
+        assert view == item
+        assert list(view["metrics"]) == list(item["metrics"])
+        assert view.get("nothing") is None and "nothing" not in view
+        assert "Query_time" in view["metrics"] and "Nothing" not in view["metrics"]
+    # a view reads only what is asked: no metric figures until one is read
+    view = next(classes.views())
+    assert view["id"] == full["classes"][0]["id"]
+    assert view._parts.keys() == {"id"}  # type: ignore[attr-defined]
