@@ -119,10 +119,6 @@ def window_of(totals: ClassAgg) -> tuple[str | None, str | None, float | None]:
     return first, last, seconds_between(first, last)
 
 
-def reportable(agg: ClassAgg) -> bool:
-    return "Query_time" in agg.metrics
-
-
 def parse_order_by(text: str) -> tuple[str, str]:
     attribute, _, function = text.partition(":")
     function = function or "sum"
