@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -30,22 +31,33 @@ def print_json(document: Any, stream: IO[str] | None = None) -> None:
 
 
 def _dumps(value: Any, indent: int | None = None) -> str:
-    return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+    return json.dumps(value, indent=indent, ensure_ascii=False, default=_default)
+
+
+def _is_array(value: Any) -> bool:
+    """A list, or a sequence standing for one (a digest's lazy classes)."""
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray)
+
+
+def _default(value: Any) -> Any:
+    """What the json module cannot write: a lazy sequence as a list, anything else as text."""
+    return list(value) if _is_array(value) else str(value)
 
 
 def _write_compact(document: Any, out: IO[str]) -> None:
     """One line, written member by member: a long top-level list (a digest's classes)
-    is never held as one string beside the document."""
+    is never held as one string beside the document, and a lazy sequence (a digest's
+    classes built one at a time) is read item by item, never held whole."""
     if not isinstance(document, dict):
         out.write(_dumps(document))
         return
     out.write("{")
     for index, (key, value) in enumerate(document.items()):
         out.write(("" if index == 0 else ", ") + _dumps(str(key)) + ": ")
-        if isinstance(value, list):
-            out.write("[" + ", ".join(_dumps(item) for item in value[:1]))
-            for item in value[1:]:
-                out.write(", " + _dumps(item))
+        if _is_array(value):
+            out.write("[")
+            for position, item in enumerate(value):
+                out.write(("" if position == 0 else ", ") + _dumps(item))
             out.write("]")
         else:
             out.write(_dumps(value))

@@ -22,10 +22,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from govern.digest.result import LazyClasses
 from rules.base import Context
 from rules.config import ConfigFinder, RulesConfig
 from rules.engine import build_ruleset, check_statement
-from rules.evidence import DigestEvidence
+from rules.evidence import DigestEvidence, class_documents
 from rules.model import Finding, Severity
 from rules.sql.statement import Statement
 from rules.target import parse_target
@@ -50,7 +51,7 @@ class DigestRuleOptions:
 class DigestRulesReport:
     """Findings per class, and what ran, for one digest."""
 
-    by_class: dict[str, list[Finding]]
+    by_class: dict[str, list[Finding]]  # query ID -> findings (classes with findings only)
     suppressed: int
     rules_run: list[str]
     skipped: dict[str, str]
@@ -99,16 +100,31 @@ class DigestRulesReport:
         }
 
     def annotate(self, document: dict[str, Any]) -> None:
-        """Put each class's findings next to it, and the ``rules`` object on top."""
-        for item in document.get("classes", []):
-            item["findings"] = [f.to_json() for f in self.by_class.get(item["id"], [])]
+        """Put each class's findings next to it, and the ``rules`` object on top.
+
+        Lazy classes (:func:`govern.digest.result.build_document`) get the findings as
+        each class document is built; a list's class documents get them now.
+        """
+        classes = document.get("classes", [])
+        if isinstance(classes, LazyClasses):
+            classes.findings = self.findings_json
+        else:
+            for item in classes:
+                item["findings"] = self.findings_json(item["id"])
         document["rules"] = self.to_json()
+
+    def findings_json(self, class_id: str) -> list[dict[str, Any]]:
+        """A class's findings as its document lists them."""
+        return [f.to_json() for f in self.by_class.get(class_id, [])]
 
 
 def check_document(
     document: Mapping[str, Any], options: DigestRuleOptions | None = None
 ) -> DigestRulesReport:
-    """Run the catalog over every class of a ``govern.digest`` document."""
+    """Run the catalog over every class of a ``govern.digest`` document.
+
+    The classes are read twice (the digest-wide evidence, then each class's rules),
+    one class document at a time: lazy classes are never all built at once."""
     options = options or DigestRuleOptions()
     config = ConfigFinder(options.config).for_path(None)
     target_name = options.target or config.target
@@ -126,7 +142,7 @@ def check_document(
     ctx = Context(target, target_name, digest=evidence)
     by_class: dict[str, list[Finding]] = {}
     suppressed = truncated = 0
-    for item in document.get("classes", []):
+    for item in class_documents(document):
         sample = item.get("sample")
         if not sample:
             continue
@@ -140,7 +156,8 @@ def check_document(
             # Samples change from log to log; the class does not: keep baselines stable.
             finding.context = item.get("fingerprint") or ""
         findings.sort(key=lambda f: (-f.severity.rank, f.rule_id, f.location.line or 0))
-        by_class[item["id"]] = findings
+        if findings:
+            by_class[item["id"]] = findings
         suppressed += result.suppressed
     notes = []
     if truncated:

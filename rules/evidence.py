@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from govern import sketch
+from govern.digest.result import LazyClasses
 
 WRITE_VERBS = ("insert", "replace", "update", "delete")
 #: A log whose fastest statement took this long or more was cut by long_query_time.
@@ -23,6 +24,15 @@ FULL_LOG_FASTEST = 0.001
 _SEQUENCE_FILTERS = ("db", "fingerprint", "id")
 _FILTER_KEY = re.compile(r"^\s*([a-z]+)\s*(?:!=|=|~)")
 MICRO = 1_000_000
+
+
+def class_documents(document: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    """A digest document's classes, to read: lazy classes (govern digest's) as read-only
+    views, each figure built when a rule reads it, rather than whole class documents."""
+    classes = document.get("classes", [])
+    if isinstance(classes, LazyClasses):
+        return classes.views()
+    return classes
 
 
 def table_key(name: str) -> str:
@@ -205,19 +215,47 @@ class Overhead:
         return min(self.per_statement, typical) * (calls - ceil_div(calls, rows))
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _WritePoint:
+    """What :meth:`DigestEvidence.overhead` pools of a write class: its kind, the tables
+    it writes (keys) and its point (median rows, median Query_time, calls)."""
+
+    kind: str
+    tables: frozenset[str]
+    point: tuple[float, float, int]
+
+
 class DigestEvidence:
-    """Facts about the whole digest that a class's own figures cannot give."""
+    """Facts about the whole digest that a class's own figures cannot give.
+
+    Read in one pass over the document's classes, each class document dropped once
+    read: what is kept per class is its fingerprint (for :meth:`fingerprint_of`) and,
+    for the write classes the overhead fits can use, a :class:`_WritePoint`.
+    """
 
     def __init__(self, document: Mapping[str, Any]) -> None:
-        classes = list(document.get("classes", []))
         self.window_seconds: float | None = (document.get("window") or {}).get("seconds")
-        self.classes: dict[str, ClassFacts] = {c["id"]: ClassFacts(c) for c in classes}
-        self.tables = _traffic(self.classes.values())
-        self.full_log, self.full_log_reason = _completeness(document)
+        self.fingerprints: dict[str, str] = {}
+        self.tables: dict[str, TableTraffic] = {}
+        self._writes: list[_WritePoint] = []
+        table_sets: dict[frozenset[str], frozenset[str]] = {}
+        sampled = False
+        for item in class_documents(document):
+            facts = ClassFacts(item)
+            self.fingerprints[facts.id] = facts.fingerprint
+            _add_traffic(self.tables, facts)
+            sampled = sampled or _sampled(item)
+            if not facts.is_write:
+                continue
+            point = _median_point(facts)
+            if point is not None:
+                written = frozenset(table_key(t) for t in facts.tables_written)
+                written = table_sets.setdefault(written, written)
+                self._writes.append(_WritePoint(_write_kind(facts), written, point))
+        self.full_log, self.full_log_reason = _completeness(document, sampled)
 
     def fingerprint_of(self, class_id: str) -> str | None:
-        found = self.classes.get(class_id)
-        return found.fingerprint if found else None
+        return self.fingerprints.get(class_id)
 
     def table(self, name: str) -> TableTraffic:
         return self.tables.get(table_key(name)) or TableTraffic(table_key(name))
@@ -236,17 +274,17 @@ class DigestEvidence:
         plus a cost per row (both positive), is passed over.
         """
         kind = _write_kind(facts)
-        same_kind = [c for c in self.classes.values() if c.is_write and _write_kind(c) == kind]
+        same_kind = [w for w in self._writes if w.kind == kind]
         written = {table_key(t) for t in facts.tables_written}
         pools = [
             (
-                [c for c in same_kind if written & {table_key(t) for t in c.tables_written}],
+                [w for w in same_kind if written & w.tables],
                 f"statements writing {', '.join(sorted(written))}",
             ),
             (same_kind, f"{kind} statements in this log"),
         ]
         for pool, scope in pools:
-            points = [point for point in map(_median_point, pool) if point is not None]
+            points = [w.point for w in pool]
             line = _weighted_line(points)
             if line is not None and line[0] > 0 and line[1] > 0:
                 calls = sum(weight for _, _, weight in points)
@@ -281,28 +319,37 @@ def _write_kind(facts: ClassFacts) -> str:
     return "INSERT/REPLACE … VALUES" if rows and rows["source"] == "values" else facts.verb.upper()
 
 
-def _traffic(classes: Iterable[ClassFacts]) -> dict[str, TableTraffic]:
-    tables: dict[str, TableTraffic] = {}
-    for facts in classes:
-        for name in facts.tables_read:
-            key = table_key(name)
-            if key.strip("?"):
-                tables.setdefault(key, TableTraffic(key)).reads += facts.calls
-        for name in facts.tables_written:
-            key = table_key(name)
-            if not key.strip("?"):
-                continue
-            table = tables.setdefault(key, TableTraffic(key))
-            table.writes += facts.calls
-            table.changing_writes += facts.changing_writes()
-            affected = facts.metric("Rows_affected")
-            table.rows_written += int(affected["sum"]) if affected else 0
-            table.write_classes.append(facts.id)
-    return tables
+def _add_traffic(tables: dict[str, TableTraffic], facts: ClassFacts) -> None:
+    """Count one class's calls in the traffic of the tables it reads and writes."""
+    for name in facts.tables_read:
+        key = table_key(name)
+        if key.strip("?"):
+            tables.setdefault(key, TableTraffic(key)).reads += facts.calls
+    for name in facts.tables_written:
+        key = table_key(name)
+        if not key.strip("?"):
+            continue
+        table = tables.setdefault(key, TableTraffic(key))
+        table.writes += facts.calls
+        table.changing_writes += facts.changing_writes()
+        affected = facts.metric("Rows_affected")
+        table.rows_written += int(affected["sum"]) if affected else 0
+        table.write_classes.append(facts.id)
 
 
-def _completeness(document: Mapping[str, Any]) -> tuple[bool, str | None]:
-    """Is every statement in the log? (False, why) when the evidence says otherwise."""
+def _sampled(item: Mapping[str, Any]) -> bool:
+    """Was the class logged 1 in N (Log_slow_rate_limit above 1)?"""
+    rates = item.get("values", {}).get("Log_slow_rate_limit", {})
+    return any(rate not in ("0", "1") for rate in rates)
+
+
+def _completeness(
+    document: Mapping[str, Any], sampled: bool | None = None
+) -> tuple[bool, str | None]:
+    """Is every statement in the log? (False, why) when the evidence says otherwise.
+
+    ``sampled``: whether a class is sampled, when a pass over the classes already
+    found out (None: look at them)."""
     query_time = (document.get("metrics") or {}).get("Query_time")
     if not query_time or not query_time.get("count"):
         return False, "no event has a Query_time"
@@ -311,10 +358,10 @@ def _completeness(document: Mapping[str, Any]) -> tuple[bool, str | None]:
         return False, (
             f"the fastest statement took {fastest:g} s: the log looks cut by long_query_time"
         )
-    for item in document.get("classes", []):
-        rates = item.get("values", {}).get("Log_slow_rate_limit", {})
-        if any(rate not in ("0", "1") for rate in rates):
-            return False, "the log is sampled (Log_slow_rate_limit above 1)"
+    if sampled is None:
+        sampled = any(_sampled(item) for item in class_documents(document))
+    if sampled:
+        return False, "the log is sampled (Log_slow_rate_limit above 1)"
     for text in (document.get("options") or {}).get("filters", []):
         key = _FILTER_KEY.match(text)
         if key and key.group(1) in _SEQUENCE_FILTERS:

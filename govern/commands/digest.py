@@ -14,8 +14,8 @@ from govern.cli_options import state_option
 from govern.digest.filters import parse_filters, parse_time
 from govern.digest.result import (
     Digest,
+    build_document,
     from_document,
-    full_document,
     limit_classes,
     merge_digests,
     parse_order_by,
@@ -334,7 +334,8 @@ def _warn_about_inputs(result: Digest) -> None:
         for bad in partial.malformed_kept:
             warn(f"{result.sources[bad.file].name}:{bad.line}: {bad.reason}")
         warn(f"{partial.malformed:,} malformed events skipped")
-    if not result.ranked() and result.unreported():
+    reported, unreported = result.counts()
+    if not reported and unreported:
         warn("no event has a Query_time header: is this a slow log?")
     _warn_about_order(result)
 
@@ -342,8 +343,10 @@ def _warn_about_inputs(result: Digest) -> None:
 def _warn_about_order(result: Digest) -> None:
     """An attribute no event has orders nothing: say so rather than print log order."""
     attribute, function = parse_order_by(result.order_by)
+    if function == "cnt" or not result.counts()[0]:
+        return
     metrics = result.global_metrics()
-    if result.ranked() and function != "cnt" and attribute not in metrics:
+    if attribute not in metrics:
         known = ", ".join(sorted(metrics))
         warn(f"--order-by {result.order_by}: no event has {attribute} (these have: {known})")
 
@@ -367,8 +370,11 @@ def _emit(
     window_files: tuple[str, ...] = (),
     state_path: str | None = None,
 ) -> None:
-    """Write the report; exit 1 when the rules found something at --fail-on or above."""
-    document = full_document(result)
+    """Write the report; exit 1 when the rules found something at --fail-on or above.
+
+    The document's classes are built one at a time, as the rules and the report read
+    them (each pass builds them again): no moment holds every class document."""
+    document = build_document(result)
     exit_code = 0
     if rule_options is not None:
         from rules.digest import check_document

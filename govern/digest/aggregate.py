@@ -22,8 +22,9 @@ merge:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from govern import sketch
 from govern.fingerprint import query_id
@@ -308,6 +309,8 @@ class Partial:
     # Runs of a class, and runs of a class's single-row writes, open at an end.
     open_runs: OpenRuns = field(default_factory=OpenRuns)
     open_single: OpenRuns = field(default_factory=OpenRuns)
+    # The classes in the order of the last class_keys() (what ClassKey.index points into).
+    _listed: list[ClassAgg] | None = field(default=None, init=False, repr=False, compare=False)
 
     def note_malformed(self, file: int, line: int, reason: str) -> None:
         self.malformed += 1
@@ -325,8 +328,100 @@ class Partial:
             if bad.file == file:
                 bad.line += lines
 
+    def shift_files(self, offset: int) -> None:
+        """Inputs renumbered: this part's inputs now start at index ``offset``."""
+        if not offset:
+            return
+        for agg in self.all_classes():
+            if agg.sample is not None:
+                agg.sample.file += offset
+        for bad in self.malformed_kept:
+            bad.file += offset
+
     def all_classes(self) -> list[ClassAgg]:
         return [*self.classes.values(), *([self.other] if self.other is not None else [])]
+
+    # -- ClassSource: what reports read -------------------------------------------------
+    def class_count(self) -> int:
+        return len(self.classes)
+
+    def class_keys(self, attribute: str) -> list[ClassKey]:
+        listed = self._listed = list(self.classes.values())
+        return [class_key(index, agg, attribute) for index, agg in enumerate(listed)]
+
+    def class_at(self, index: int) -> ClassAgg:
+        listed = self._listed
+        if listed is None or len(listed) != len(self.classes):
+            listed = self._listed = list(self.classes.values())
+        return listed[index]
+
+    def totals(self) -> ClassAgg:
+        return merged_classes(self.all_classes())
+
+
+@dataclass(frozen=True, slots=True)
+class ClassKey:
+    """What ranking a class takes: its counts and the order-by attribute's figures."""
+
+    index: int  # for ClassSource.class_at()
+    fingerprint: bytes
+    count: int
+    reportable: bool  # the class has a Query_time metric
+    #: (count, total, low, high) of the order-by attribute; None if the class lacks it.
+    metric: tuple[int, int, int, int] | None
+
+
+def class_key(index: int, agg: ClassAgg, attribute: str) -> ClassKey:
+    metric = agg.metrics.get(attribute)
+    return ClassKey(
+        index,
+        agg.fingerprint,
+        agg.count,
+        "Query_time" in agg.metrics,
+        None if metric is None else (metric.count, metric.total, metric.low, metric.high),
+    )
+
+
+def merged_classes(classes: Iterable[ClassAgg]) -> ClassAgg:
+    """One fresh class with everything of ``classes`` merged in (they are not changed)."""
+    total = ClassAgg(b"")
+    for agg in classes:
+        total.merge(agg)
+    return total
+
+
+class ClassSource(Protocol):
+    """The merged classes of a digest, as reports and rules read them.
+
+    :class:`Partial` holds its classes as Python objects; a source may instead build
+    each :class:`ClassAgg` only when asked (``class_at`` may return a fresh object at
+    every call: callers neither keep nor change it), so a report reads one class at a
+    time and never needs them all at once.
+    """
+
+    other: ClassAgg | None
+    events: int
+    filtered: int
+    no_statement: int
+    malformed: int
+    malformed_kept: list[Malformed]
+    minutes: dict[str, list[int]]
+
+    def class_count(self) -> int:
+        """Classes, not counting ``other``."""
+        ...
+
+    def class_keys(self, attribute: str) -> list[ClassKey]:
+        """One key per class (``other`` not included), ``metric`` for ``attribute``."""
+        ...
+
+    def class_at(self, index: int) -> ClassAgg:
+        """The class of a key from the latest ``class_keys()``."""
+        ...
+
+    def totals(self) -> ClassAgg:
+        """Every class and ``other`` merged into one new ClassAgg."""
+        ...
 
 
 def merge(left: Partial, right: Partial, *, max_classes: int) -> Partial:

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from govern import __version__, sketch
 from govern.digest.aggregate import (
     HISTOGRAM_LABELS,
     OTHER_VALUE,
     ClassAgg,
+    ClassKey,
+    ClassSource,
     Fit,
     Metric,
     Partial,
@@ -51,9 +54,13 @@ class Source:
 
 @dataclass
 class Digest:
-    """Everything a report needs: the merged aggregates, the inputs, the options used."""
+    """Everything a report needs: the merged aggregates, the inputs, the options used.
 
-    partial: Partial
+    Reports read the classes through ``partial``'s :class:`ClassSource` methods only
+    (keys to rank them, one class at a time, the totals), never all at once.
+    """
+
+    partial: ClassSource
     sources: list[Source]
     order_by: str = "Query_time:sum"
     max_classes: int = 10_000
@@ -63,42 +70,53 @@ class Digest:
     omitted_classes: int = 0  # classes a saved document left out (--top on a JSON digest)
 
     # -- ordering --------------------------------------------------------------------
-    def ranked(self) -> list[ClassAgg]:
-        """Classes with Query_time, best first by ``order_by`` (ties: query ID)."""
+    def keys(self) -> tuple[list[ClassKey], list[ClassKey]]:
+        """The classes with Query_time, best first by ``order_by`` (ties: query ID), and
+        those without (pt leaves them out of its report too), in the source's order."""
         attribute, function = parse_order_by(self.order_by)
+        reported: list[ClassKey] = []
+        unreported: list[ClassKey] = []
+        for key in self.partial.class_keys(attribute):
+            (reported if key.reportable else unreported).append(key)
+        reported.sort(key=lambda k: (-order_value(k, attribute, function), query_id(k.fingerprint)))
+        return reported, unreported
 
-        def key(agg: ClassAgg) -> tuple[float, str]:
-            return (-order_value(agg, attribute, function), query_id(agg.fingerprint))
+    def ranked(self) -> list[ClassKey]:
+        """Keys of the classes with Query_time, best first (``partial.class_at(key.index)``)."""
+        return self.keys()[0]
 
-        return sorted((a for a in self.partial.classes.values() if reportable(a)), key=key)
+    def unreported(self) -> list[ClassKey]:
+        """Keys of the classes with no Query_time at all."""
+        return self.keys()[1]
 
-    def unreported(self) -> list[ClassAgg]:
-        """Classes with no Query_time at all (pt leaves them out of its report too)."""
-        return [a for a in self.partial.classes.values() if not reportable(a)]
+    def counts(self) -> tuple[int, int]:
+        """(classes with Query_time, classes without), without ranking them."""
+        attribute, _ = parse_order_by(self.order_by)
+        keys = self.partial.class_keys(attribute)
+        reported = sum(1 for key in keys if key.reportable)
+        return reported, len(keys) - reported
 
     # -- totals ----------------------------------------------------------------------
     def total_query_time(self) -> int:
-        return sum(
-            a.metrics["Query_time"].total for a in self.partial.all_classes() if reportable(a)
-        )
+        """Query_time of the classes that have one, and of other (micro-units)."""
+        return query_time_of(self.partial.totals())
 
     def window(self) -> tuple[str | None, str | None, float | None]:
-        firsts = [a.ts_min for a in self.partial.all_classes() if a.ts_min]
-        lasts = [a.ts_max for a in self.partial.all_classes() if a.ts_max]
-        first = min(firsts) if firsts else None
-        last = max(lasts) if lasts else None
-        return first, last, seconds_between(first, last)
+        return window_of(self.partial.totals())
 
     def global_metrics(self) -> dict[str, Metric]:
-        merged: dict[str, Metric] = {}
-        for agg in self.partial.all_classes():
-            for name, metric in agg.metrics.items():
-                merged.setdefault(name, Metric()).merge(metric)
-        return merged
+        return self.partial.totals().metrics
 
 
-def reportable(agg: ClassAgg) -> bool:
-    return "Query_time" in agg.metrics
+def query_time_of(totals: ClassAgg) -> int:
+    metric = totals.metrics.get("Query_time")
+    return metric.total if metric is not None else 0
+
+
+def window_of(totals: ClassAgg) -> tuple[str | None, str | None, float | None]:
+    first = totals.ts_min or None
+    last = totals.ts_max or None
+    return first, last, seconds_between(first, last)
 
 
 def parse_order_by(text: str) -> tuple[str, str]:
@@ -112,20 +130,22 @@ def parse_order_by(text: str) -> tuple[str, str]:
     return attribute, function
 
 
-def order_value(agg: ClassAgg, attribute: str, function: str) -> float:
+def order_value(key: ClassKey, attribute: str, function: str) -> float:
+    """What ``--order-by attribute:function`` ranks a class by (``key.metric`` is
+    ``attribute``'s (count, total, low, high))."""
+    metric = key.metric
     if function == "cnt":
-        metric = agg.metrics.get(attribute)
-        return float(metric.count if metric else agg.count if attribute == "Query_time" else 0)
-    metric = agg.metrics.get(attribute)
-    if metric is None or metric.count == 0:
+        return float(metric[0] if metric else key.count if attribute == "Query_time" else 0)
+    if metric is None or metric[0] == 0:
         return -math.inf
+    count, total, low, high = metric
     if function == "sum":
-        return float(metric.total)
+        return float(total)
     if function == "max":
-        return float(metric.high)
+        return float(high)
     if function == "min":
-        return float(metric.low)
-    return metric.total / metric.count
+        return float(low)
+    return total / count
 
 
 def seconds_between(first: str | None, last: str | None) -> float | None:
@@ -248,52 +268,151 @@ def overhead_figures(agg: ClassAgg) -> dict[str, Any]:
 # --- the document ------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class _Class:
+    """What the parts of a class document are built from."""
+
+    digest: Digest
+    agg: ClassAgg
+    total_time: int
+    window_seconds: float | None
+    id: str
+    fingerprint: str
+
+
+def _share(c: _Class) -> float:
+    query_time = c.agg.metrics.get("Query_time")
+    return round(query_time.total / c.total_time, 6) if query_time and c.total_time else 0.0
+
+
+def _sample(c: _Class) -> dict[str, Any] | None:
+    sample, sources = c.agg.sample, c.digest.sources
+    if sample is None:
+        return None
+    return {
+        "query": decode(sample.query),
+        "query_time": round(sample.query_time / 1_000_000, 6),
+        "ts": sample.ts,
+        "db": sample.db,
+        "user": sample.user,
+        "host": sample.host,
+        "file": sources[sample.file].name if sample.file < len(sources) else None,
+        "line": sample.line,
+        "truncated": sample.truncated,
+    }
+
+
+def _by_count(counts: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+#: A class document's parts, in document order: name -> how to build it.
+_PARTS: dict[str, Callable[[_Class], Any]] = {
+    "id": lambda c: c.id,
+    "id16": lambda c: short_id(c.id),
+    "fingerprint": lambda c: c.fingerprint,
+    "count": lambda c: c.agg.count,
+    "share": _share,
+    "qps": lambda c: round(c.agg.count / c.window_seconds, 6) if c.window_seconds else None,
+    "first_seen": lambda c: c.agg.ts_min,
+    "last_seen": lambda c: c.agg.ts_max,
+    "metrics": lambda c: {name: metric_figures(m) for name, m in sorted(c.agg.metrics.items())},
+    "flags": lambda c: {
+        name: {"yes": v[0], "count": v[1]} for name, v in sorted(c.agg.booleans.items())
+    },
+    "values": lambda c: {name: _by_count(values) for name, values in sorted(c.agg.strings.items())},
+    "servers": lambda c: _by_count(c.agg.servers),
+    "histogram": lambda c: {"Query_time": list(c.agg.histogram), "labels": list(HISTOGRAM_LABELS)},
+    "sample": _sample,
+    "sequence": lambda c: sequence_figures(c.agg),
+    "single_row_runs": lambda c: single_row_runs(c.agg),
+    "distinct_texts": lambda c: distinct_texts(c.agg),
+    "rows_per_statement": lambda c: rows_per_statement(c.agg),
+    "overhead": lambda c: overhead_figures(c.agg),
+    "tables": lambda c: tables(c.fingerprint),
+    "findings": lambda c: [],  # filled by the digest rules (rules.digest), if they run
+    "state": lambda c: state_document(c.agg),
+}
+
+
+def _class(digest: Digest, agg: ClassAgg, total_time: int, window_seconds: float | None) -> _Class:
+    fingerprint = agg.fingerprint
+    return _Class(
+        digest, agg, total_time, window_seconds, query_id(fingerprint), decode(fingerprint)
+    )
+
+
 def class_document(
     digest: Digest, agg: ClassAgg, total_time: int, window_seconds: float | None
 ) -> dict[str, Any]:
-    fingerprint = decode(agg.fingerprint)
-    query_time = agg.metrics.get("Query_time")
-    sample = agg.sample
-    document: dict[str, Any] = {
-        "id": query_id(agg.fingerprint),
-        "id16": short_id(query_id(agg.fingerprint)),
-        "fingerprint": fingerprint,
-        "count": agg.count,
-        "share": round(query_time.total / total_time, 6) if query_time and total_time else 0.0,
-        "qps": round(agg.count / window_seconds, 6) if window_seconds else None,
-        "first_seen": agg.ts_min,
-        "last_seen": agg.ts_max,
-        "metrics": {name: metric_figures(m) for name, m in sorted(agg.metrics.items())},
-        "flags": {name: {"yes": v[0], "count": v[1]} for name, v in sorted(agg.booleans.items())},
-        "values": {
-            name: dict(sorted(values.items(), key=lambda item: (-item[1], item[0])))
-            for name, values in sorted(agg.strings.items())
-        },
-        "servers": dict(sorted(agg.servers.items(), key=lambda item: (-item[1], item[0]))),
-        "histogram": {"Query_time": list(agg.histogram), "labels": list(HISTOGRAM_LABELS)},
-        "sample": None
-        if sample is None
-        else {
-            "query": decode(sample.query),
-            "query_time": round(sample.query_time / 1_000_000, 6),
-            "ts": sample.ts,
-            "db": sample.db,
-            "user": sample.user,
-            "host": sample.host,
-            "file": digest.sources[sample.file].name if sample.file < len(digest.sources) else None,
-            "line": sample.line,
-            "truncated": sample.truncated,
-        },
-        "sequence": sequence_figures(agg),
-        "single_row_runs": single_row_runs(agg),
-        "distinct_texts": distinct_texts(agg),
-        "rows_per_statement": rows_per_statement(agg),
-        "overhead": overhead_figures(agg),
-        "tables": tables(fingerprint),
-        "findings": [],  # filled by the digest rules (rules.digest), if they run
-        "state": state_document(agg),
-    }
-    return document
+    c = _class(digest, agg, total_time, window_seconds)
+    return {name: build(c) for name, build in _PARTS.items()}
+
+
+class ClassView(Mapping[str, Any]):
+    """A class document, read-only, each part built when first read (then kept while
+    the view lives); ``metrics`` builds each metric's figures when read too.
+
+    What the digest rules read of a class (a few figures) costs a fraction of its
+    whole document. Equal to :func:`class_document`'s dict, part by part.
+    """
+
+    __slots__ = ("_class", "_findings", "_parts")
+
+    def __init__(self, c: _Class, findings: FindingsLookup | None = None) -> None:
+        self._class = c
+        self._findings = findings
+        self._parts: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        parts = self._parts
+        try:
+            return parts[name]
+        except KeyError:
+            pass
+        if name == "metrics":
+            value: Any = _MetricsView(self._class.agg.metrics)
+        elif name == "findings" and self._findings is not None:
+            value = self._findings(self._class.id)
+        else:
+            value = _PARTS[name](self._class)
+        parts[name] = value
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return name in _PARTS
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_PARTS)
+
+    def __len__(self) -> int:
+        return len(_PARTS)
+
+
+class _MetricsView(Mapping[str, Any]):
+    """A class document's ``metrics``: each metric's figures built when read."""
+
+    __slots__ = ("_figures", "_metrics", "_names")
+
+    def __init__(self, metrics: dict[str, Metric]) -> None:
+        self._metrics = metrics
+        self._names = sorted(metrics)
+        self._figures: dict[str, dict[str, Any]] = {}
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        figures = self._figures.get(name)
+        if figures is None:
+            figures = self._figures[name] = metric_figures(self._metrics[name])
+        return figures
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._metrics
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 def state_document(agg: ClassAgg) -> dict[str, Any]:
@@ -370,12 +489,23 @@ def limit_classes(document: dict[str, Any], top: int | None) -> dict[str, Any]:
 
 
 def full_document(digest: Digest) -> dict[str, Any]:
-    """The document with every class (``rules`` null until the digest rules run)."""
+    """The document with every class (``rules`` null until the digest rules run), every
+    class document built (a list): :func:`build_document`'s document, in full."""
+    document = build_document(digest)
+    document["classes"] = list(document["classes"])
+    document["unreported"] = list(document["unreported"])
+    return document
+
+
+def build_document(digest: Digest) -> dict[str, Any]:
+    """The document with every class, whose ``classes`` and ``unreported`` are lazy
+    sequences: each class document is built when read, one at a time, so writing the
+    document or running the rules over it never holds every class at once."""
     partial = digest.partial
-    ranked = digest.ranked()
-    total_time = digest.total_query_time()
-    first, last, seconds = digest.window()
-    totals = global_totals(digest, total_time)
+    ranked, unreported = digest.keys()
+    totals = partial.totals()
+    total_time = query_time_of(totals)
+    first, last, seconds = window_of(totals)
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -411,8 +541,8 @@ def full_document(digest: Digest) -> dict[str, Any]:
                 for minute, (events, micro) in sorted(partial.minutes.items())
             ],
         },
-        "totals": totals,
-        "metrics": {name: metric_figures(m) for name, m in sorted(digest.global_metrics().items())},
+        "totals": global_totals(digest, total_time, ranked, unreported),
+        "metrics": {name: metric_figures(m) for name, m in sorted(totals.metrics.items())},
         "malformed": [
             {
                 "file": digest.sources[bad.file].name if bad.file < len(digest.sources) else None,
@@ -421,33 +551,143 @@ def full_document(digest: Digest) -> dict[str, Any]:
             }
             for bad in partial.malformed_kept
         ],
-        "classes": [class_document(digest, agg, total_time, seconds) for agg in ranked],
+        "classes": LazyClasses(ranked, _ClassBuilder(digest, total_time, seconds)),
         "omitted_classes": digest.omitted_classes,
         "other": None
         if partial.other is None
         else class_document(digest, partial.other, total_time, seconds)
         | {"id": None, "id16": None, "fingerprint": None},
-        "unreported": [
-            {"id": query_id(a.fingerprint), "fingerprint": decode(a.fingerprint), "count": a.count}
-            for a in sorted(digest.unreported(), key=lambda a: query_id(a.fingerprint))
-        ],
+        "unreported": LazyDocuments(
+            sorted(unreported, key=lambda key: query_id(key.fingerprint)), _unreported_document
+        ),
         "rules": None,  # the digest rules' summary (rules.digest), if they run
     }
 
 
-def global_totals(digest: Digest, total_time: int) -> dict[str, Any]:
+def global_totals(
+    digest: Digest,
+    total_time: int,
+    ranked: list[ClassKey] | None = None,
+    unreported: list[ClassKey] | None = None,
+) -> dict[str, Any]:
     partial = digest.partial
-    reported = digest.ranked()
+    if ranked is None or unreported is None:
+        ranked, unreported = digest.keys()
     return {
         "events": partial.events,
-        "classes": len(reported),
+        "classes": len(ranked),
         "query_time": round(total_time / 1_000_000, 6),
         "other_events": partial.other.count if partial.other else 0,
-        "unreported_events": sum(a.count for a in digest.unreported()),
+        "unreported_events": sum(key.count for key in unreported),
         "filtered": partial.filtered,
         "no_statement": partial.no_statement,
         "malformed": partial.malformed,
     }
+
+
+def _unreported_document(key: ClassKey) -> dict[str, Any]:
+    return {
+        "id": query_id(key.fingerprint),
+        "fingerprint": decode(key.fingerprint),
+        "count": key.count,
+    }
+
+
+#: Finds the findings (as JSON) of a class by its query ID.
+FindingsLookup = Callable[[str], list[dict[str, Any]]]
+
+
+class _ClassBuilder:
+    """Builds the document of one class from its key, with its findings once the rules ran."""
+
+    def __init__(self, digest: Digest, total_time: int, window_seconds: float | None) -> None:
+        self.digest = digest
+        self.total_time = total_time
+        self.window_seconds = window_seconds
+        self.findings: FindingsLookup | None = None
+
+    def __call__(self, key: ClassKey) -> dict[str, Any]:
+        agg = self.digest.partial.class_at(key.index)
+        item = class_document(self.digest, agg, self.total_time, self.window_seconds)
+        if self.findings is not None:
+            item["findings"] = self.findings(item["id"])
+        return item
+
+    def view(self, key: ClassKey) -> ClassView:
+        agg = self.digest.partial.class_at(key.index)
+        c = _class(self.digest, agg, self.total_time, self.window_seconds)
+        return ClassView(c, self.findings)
+
+
+class LazyDocuments(Sequence[dict[str, Any]]):
+    """A read-only list of documents built from keys when read, each time it is read.
+
+    Nothing is cached: iterating builds one document at a time, which the reader
+    keeps or drops. A slice is another lazy sequence over the same builder.
+    """
+
+    __slots__ = ("_build", "_keys")
+
+    def __init__(self, keys: list[ClassKey], build: Callable[[ClassKey], dict[str, Any]]) -> None:
+        self._keys = keys
+        self._build = build
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> LazyDocuments: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | LazyDocuments:
+        if isinstance(index, slice):
+            return self._view(self._keys[index])
+        return self._build(self._keys[index])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        build = self._build
+        for key in self._keys:
+            yield build(key)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {len(self._keys)} documents>"
+
+    def _view(self, keys: list[ClassKey]) -> LazyDocuments:
+        return LazyDocuments(keys, self._build)
+
+
+class LazyClasses(LazyDocuments):
+    """A digest's class documents in rank order, built one at a time when read.
+
+    ``findings`` (the digest rules' annotate sets it) gives each class document its
+    ``findings`` as it is built; slices share it.
+    """
+
+    __slots__ = ("_builder",)
+
+    def __init__(self, keys: list[ClassKey], builder: _ClassBuilder) -> None:
+        super().__init__(keys, builder)
+        self._builder = builder
+
+    @property
+    def findings(self) -> FindingsLookup | None:
+        return self._builder.findings
+
+    @findings.setter
+    def findings(self, lookup: FindingsLookup | None) -> None:
+        self._builder.findings = lookup
+
+    def _view(self, keys: list[ClassKey]) -> LazyClasses:
+        return LazyClasses(keys, self._builder)
+
+    def views(self) -> Iterator[ClassView]:
+        """The classes as read-only views, each part built when read: for readers of a
+        few figures per class (the digest rules), much cheaper than the documents."""
+        view = self._builder.view
+        for key in self._keys:
+            yield view(key)
 
 
 # --- reading a saved document back ---------------------------------------------------------
@@ -567,11 +807,9 @@ def merge_digests(digests: list[Digest], *, max_classes: int, order_by: str) -> 
         offset = len(sources)
         sources.extend(digest.sources)
         part = digest.partial
-        for agg in part.all_classes():
-            if agg.sample is not None:
-                agg.sample.file += offset
-        for bad in part.malformed_kept:
-            bad.file += offset
+        if not isinstance(part, Partial):
+            raise TypeError("merge_digests merges saved digests (from_document), not live ones")
+        part.shift_files(offset)
         part.ts_seen = part.db_seen = True
         merge(total, part, max_classes=max_classes)
         omitted += digest.omitted_classes

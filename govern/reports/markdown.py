@@ -47,7 +47,7 @@ def _findings_table(document: dict[str, Any], classes: list[dict[str, Any]], wri
 
 
 def render(document: dict[str, Any], stream: IO[str], top: int | None = 20) -> None:
-    classes = document["classes"][: top if top is not None else None]
+    classes = list(document["classes"][: top if top is not None else None])
     write = stream.write
     write("## govern digest\n\n")
     for line in summary_lines(document) + rules_lines(document):

@@ -35,7 +35,7 @@ def render(document: dict[str, Any], stream: IO[str] | None = None, top: int | N
     target = stream or sys.stdout
     piped = not getattr(target, "isatty", lambda: False)()
     out = Console(file=target, highlight=False, soft_wrap=False, width=160 if piped else None)
-    classes = document["classes"][: top if top is not None else None]
+    classes = list(document["classes"][: top if top is not None else None])
     out.print("[bold]govern digest[/bold]")
     for line in summary_lines(document) + rules_lines(document):
         out.print(f"  {escape(line)}")
