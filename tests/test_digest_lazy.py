@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from govern import native
 from govern.digest.aggregate import ClassAgg, Partial
 from govern.digest.result import (
     Digest,
@@ -35,25 +36,34 @@ EXAMPLE = REPO / "examples" / "digest" / "rules-slow.log.gz"
 RULES = DigestRuleOptions(target="mariadb-10.11")
 
 
-class CountingPartial(Partial):
-    """A Partial that counts class_at() calls (what a native source would build)."""
+class CountingPartial:
+    """A ClassSource (either engine's) that counts class_at() calls: each is a class built."""
 
     calls = 0
 
+    def __init__(self, source: Any) -> None:
+        self._source = source
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._source, name)
+
     def class_at(self, index: int) -> ClassAgg:
         CountingPartial.calls += 1
-        return super().class_at(index)
+        return self._source.class_at(index)  # type: ignore[no-any-return]
 
 
-def _digest(**options: Any) -> Digest:
-    return digest_paths([str(EXAMPLE)], DigestOptions(jobs=1, **options))
+def _digest(python: bool = False, **options: Any) -> Digest:
+    """The example log's digest, by the native core when built, or the Python engine."""
+    saved = native._DISABLED
+    native._DISABLED = python or saved
+    try:
+        return digest_paths([str(EXAMPLE)], DigestOptions(jobs=1, **options))
+    finally:
+        native._DISABLED = saved
 
 
 def _counting(digest: Digest) -> Digest:
-    assert isinstance(digest.partial, Partial)
-    counting = CountingPartial()
-    counting.__dict__.update({k: v for k, v in digest.partial.__dict__.items() if k != "_listed"})
-    digest.partial = counting
+    digest.partial = CountingPartial(digest.partial)
     CountingPartial.calls = 0
     return digest
 
@@ -180,7 +190,7 @@ def _reference_order(partial: Partial, order_by: str) -> list[str]:
     ],
 )
 def test_ranking_from_class_keys(order_by: str) -> None:
-    digest = _digest()
+    digest = _digest(python=True)
     digest.order_by = order_by
     assert isinstance(digest.partial, Partial)
     ranked = digest.ranked()
@@ -196,7 +206,7 @@ def test_ranking_from_class_keys(order_by: str) -> None:
 
 
 def test_totals_merge_every_class_without_changing_them() -> None:
-    digest = _digest(max_classes=5)  # some classes in other
+    digest = _digest(python=True, max_classes=5)  # some classes in other
     partial = digest.partial
     assert isinstance(partial, Partial) and partial.other is not None
     before = copy.deepcopy(partial.all_classes())
@@ -249,3 +259,24 @@ def test_class_views_read_as_the_class_documents() -> None:
     view = next(classes.views())
     assert view["id"] == full["classes"][0]["id"]
     assert view._parts.keys() == {"id"}  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(not native.available(), reason="native core not built")
+def test_native_source_answers_as_the_python_one() -> None:
+    """The core's ClassSource (classes kept in Rust) gives the Python Partial's keys,
+    classes and totals."""
+    python, core = _digest(python=True, max_classes=5), _digest(max_classes=5)
+    assert not isinstance(core.partial, Partial)
+    for attribute in ("Query_time", "Rows_examined", "Nope"):
+        want = sorted(python.partial.class_keys(attribute), key=lambda k: k.fingerprint)
+        got = sorted(core.partial.class_keys(attribute), key=lambda k: k.fingerprint)
+        assert [k[1:] for k in map(_key_fields, got)] == [k[1:] for k in map(_key_fields, want)]
+    assert core.partial.class_count() == python.partial.class_count() == 5
+    assert core.partial.totals().metrics == python.partial.totals().metrics
+    assert core.window() == python.window()
+    assert core.total_query_time() == python.total_query_time()
+    assert full_document(core) == full_document(python)
+
+
+def _key_fields(key: Any) -> tuple[Any, ...]:
+    return (key.index, key.fingerprint, key.count, key.reportable, key.metric)

@@ -20,15 +20,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from govern import native
-from govern.digest.aggregate import ClassAgg, Malformed
+from govern.digest.aggregate import ClassAgg, ClassKey, Malformed
 from govern.digest.decode import show as _show
 from govern.digest.native_engine import _class
 from govern.progress import Progress
 
 
 class NativePartial:
-    """The merged digest held by the core, with the attributes of :class:`Partial`
-    that reports read; classes are built on request (:meth:`class_at`)."""
+    """The merged digest held by the core, as a :class:`ClassSource`: the attributes
+    of :class:`Partial` that reports read, and classes built on request, one at a time
+    (:meth:`class_at`), never all of them."""
 
     def __init__(self, total: Any) -> None:
         self._total = total
@@ -48,21 +49,15 @@ class NativePartial:
     def class_count(self) -> int:
         return len(self._total)
 
-    def class_keys(self, attribute: str) -> list[tuple[int, bytes, int, bool, Any]]:
-        """(index, fingerprint, count, has Query_time, (count, sum, min, max) of
-        ``attribute`` or None) per class."""
+    def class_keys(self, attribute: str) -> list[ClassKey]:
         keys = self._total.keys(attribute.encode())
-        return [(index, *key) for index, key in enumerate(keys)]
+        return [ClassKey(index, *key) for index, key in enumerate(keys)]
 
     def class_at(self, index: int) -> ClassAgg:
         return _class(self._total.class_at(index), None, None)
 
     def totals(self) -> ClassAgg:
         return _class(self._total.totals(), None, None)
-
-    def iter_classes(self) -> Iterator[ClassAgg]:
-        for index in range(self.class_count()):
-            yield self.class_at(index)
 
 
 def _reason(raw: bytes | None) -> str:
@@ -159,16 +154,3 @@ def run_jobs(
         while in_flight:
             done, pending = in_flight.popleft()
             accept(done, pending.result())
-
-
-def _compat_classes(self: NativePartial) -> dict[bytes, ClassAgg]:
-    """TEMPORARY: every class at once, until result.py asks through class_at."""
-    return {agg.fingerprint: agg for agg in self.iter_classes()}
-
-
-def _compat_all(self: NativePartial) -> list[ClassAgg]:
-    return [*self.iter_classes(), *([self.other] if self.other else [])]
-
-
-NativePartial.classes = property(_compat_classes)  # type: ignore[attr-defined]
-NativePartial.all_classes = _compat_all  # type: ignore[attr-defined]

@@ -276,7 +276,7 @@ def digest_paths(arguments: list[str], options: DigestOptions | None = None) -> 
     if native_engine.usable(options.engine(None)):
         partial = _digest_native(inputs, options, jobs if parallel else 1, total_size)
         return Digest(
-            partial=partial,  # type: ignore[arg-type]
+            partial=partial,
             sources=[
                 Source(item.name, item.host, item.size or 0, item.compression, item.problems)
                 for item in inputs
@@ -365,7 +365,7 @@ def digest_bytes(
         job = (0, 0, options.host, 0, len(data), True, data, len(data))
         run_jobs(iter([job]), merger_native, 1, None)
         return Digest(
-            partial=merger_native.finish(),  # type: ignore[arg-type]
+            partial=merger_native.finish(),
             sources=[Source(name, options.host, len(data))],
             order_by=options.order_by,
             max_classes=options.max_classes,
