@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import mmap
 import zlib
+from array import array
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, overload
 
 from govern import native
 from govern.digest.aggregate import ClassAgg, ClassKey, Malformed
@@ -53,11 +54,50 @@ class NativePartial:
         keys = self._total.keys(attribute.encode())
         return [ClassKey(index, *key) for index, key in enumerate(keys)]
 
+    def ranked_keys(self, attribute: str, function: str) -> tuple[Keys, Keys]:
+        """``Digest.keys`` done by the core: the ranking is computed in Rust and the keys
+        are built when read, so 200,000 classes cost two arrays, not 200,000 objects."""
+        reported, unreported = self._total.ranked(attribute.encode(), function)
+        return Keys(self, reported, attribute), Keys(self, unreported, attribute)
+
+    def key_at(self, index: int, attribute: str) -> ClassKey:
+        return ClassKey(index, *self._total.key_at(index, attribute.encode()))
+
     def class_at(self, index: int) -> ClassAgg:
         return _class(self._total.class_at(index), None, None)
 
     def totals(self) -> ClassAgg:
         return _class(self._total.totals(), None, None)
+
+
+class Keys(Sequence[ClassKey]):
+    """Class keys of a :class:`NativePartial` in a given order, each built when read."""
+
+    __slots__ = ("_attribute", "_indexes", "_source")
+
+    def __init__(self, source: NativePartial, packed: bytes | array[int], attribute: str) -> None:
+        self._source = source
+        self._indexes = packed if isinstance(packed, array) else array("I", packed)
+        self._attribute = attribute
+
+    def __len__(self) -> int:
+        return len(self._indexes)
+
+    @overload
+    def __getitem__(self, index: int) -> ClassKey: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Keys: ...
+
+    def __getitem__(self, index: int | slice) -> ClassKey | Keys:
+        if isinstance(index, slice):
+            return Keys(self._source, self._indexes[index], self._attribute)
+        return self._source.key_at(self._indexes[index], self._attribute)
+
+    def __iter__(self) -> Iterator[ClassKey]:
+        key_at, attribute = self._source.key_at, self._attribute
+        for index in self._indexes:
+            yield key_at(index, attribute)
 
 
 def _reason(raw: bytes | None) -> str:
@@ -85,6 +125,9 @@ class NativeMerger:
         self.lines[file] = lines + result.newlines
         self.reached[file] = base + result.end
         self.total.add(result, file, lines, host)
+
+    def class_count(self) -> int:
+        return len(self.total)
 
     def finish(self) -> NativePartial:
         self.total.finish()

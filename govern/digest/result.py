@@ -70,10 +70,15 @@ class Digest:
     omitted_classes: int = 0  # classes a saved document left out (--top on a JSON digest)
 
     # -- ordering --------------------------------------------------------------------
-    def keys(self) -> tuple[list[ClassKey], list[ClassKey]]:
+    def keys(self) -> tuple[Sequence[ClassKey], Sequence[ClassKey]]:
         """The classes with Query_time, best first by ``order_by`` (ties: query ID), and
-        those without (pt leaves them out of its report too), in the source's order."""
+        those without (pt leaves them out of its report too), in the source's order.
+        A source that ranks its own classes (the native core's) does it."""
         attribute, function = parse_order_by(self.order_by)
+        ranked_keys = getattr(self.partial, "ranked_keys", None)
+        if ranked_keys is not None:
+            ranked: tuple[Sequence[ClassKey], Sequence[ClassKey]] = ranked_keys(attribute, function)
+            return ranked
         reported: list[ClassKey] = []
         unreported: list[ClassKey] = []
         for key in self.partial.class_keys(attribute):
@@ -81,17 +86,21 @@ class Digest:
         reported.sort(key=lambda k: (-order_value(k, attribute, function), query_id(k.fingerprint)))
         return reported, unreported
 
-    def ranked(self) -> list[ClassKey]:
+    def ranked(self) -> Sequence[ClassKey]:
         """Keys of the classes with Query_time, best first (``partial.class_at(key.index)``)."""
         return self.keys()[0]
 
-    def unreported(self) -> list[ClassKey]:
+    def unreported(self) -> Sequence[ClassKey]:
         """Keys of the classes with no Query_time at all."""
         return self.keys()[1]
 
     def counts(self) -> tuple[int, int]:
-        """(classes with Query_time, classes without), without ranking them."""
+        """(classes with Query_time, classes without), without ranking them (the
+        core's source ranks anyway: it builds no key object to count them)."""
         attribute, _ = parse_order_by(self.order_by)
+        if hasattr(self.partial, "ranked_keys"):
+            reported_keys, unreported_keys = self.keys()
+            return len(reported_keys), len(unreported_keys)
         keys = self.partial.class_keys(attribute)
         reported = sum(1 for key in keys if key.reportable)
         return reported, len(keys) - reported
@@ -567,8 +576,8 @@ def build_document(digest: Digest) -> dict[str, Any]:
 def global_totals(
     digest: Digest,
     total_time: int,
-    ranked: list[ClassKey] | None = None,
-    unreported: list[ClassKey] | None = None,
+    ranked: Sequence[ClassKey] | None = None,
+    unreported: Sequence[ClassKey] | None = None,
 ) -> dict[str, Any]:
     partial = digest.partial
     if ranked is None or unreported is None:
@@ -628,7 +637,9 @@ class LazyDocuments(Sequence[dict[str, Any]]):
 
     __slots__ = ("_build", "_keys")
 
-    def __init__(self, keys: list[ClassKey], build: Callable[[ClassKey], dict[str, Any]]) -> None:
+    def __init__(
+        self, keys: Sequence[ClassKey], build: Callable[[ClassKey], dict[str, Any]]
+    ) -> None:
         self._keys = keys
         self._build = build
 
@@ -654,7 +665,7 @@ class LazyDocuments(Sequence[dict[str, Any]]):
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {len(self._keys)} documents>"
 
-    def _view(self, keys: list[ClassKey]) -> LazyDocuments:
+    def _view(self, keys: Sequence[ClassKey]) -> LazyDocuments:
         return LazyDocuments(keys, self._build)
 
 
@@ -667,7 +678,7 @@ class LazyClasses(LazyDocuments):
 
     __slots__ = ("_builder",)
 
-    def __init__(self, keys: list[ClassKey], builder: _ClassBuilder) -> None:
+    def __init__(self, keys: Sequence[ClassKey], builder: _ClassBuilder) -> None:
         super().__init__(keys, builder)
         self._builder = builder
 
@@ -679,7 +690,7 @@ class LazyClasses(LazyDocuments):
     def findings(self, lookup: FindingsLookup | None) -> None:
         self._builder.findings = lookup
 
-    def _view(self, keys: list[ClassKey]) -> LazyClasses:
+    def _view(self, keys: Sequence[ClassKey]) -> LazyClasses:
         return LazyClasses(keys, self._builder)
 
     def views(self) -> Iterator[ClassView]:

@@ -549,6 +549,31 @@ impl PyTotal {
         Ok(list)
     }
 
+    /// One class's key: `(fingerprint, count, has Query_time, (count, sum, min, max) of
+    /// `attribute` or None)`.
+    fn key_at<'py>(&self, py: Python<'py>, index: usize, attribute: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
+        let t = &self.inner;
+        let (fp, slot) = t.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
+        let c = &*slot.get();
+        let metric = num_stats(c, t.num_id(attribute)).map(|s| (s.count(), s.sum(), s.min(), s.max()));
+        (PyBytes::new(py, t.fingerprints.get(*fp)), c.count, num_stats(c, t.num_id(b"Query_time")).is_some(), metric)
+            .into_pyobject(py)
+    }
+
+    /// Class indexes, packed as native u32: those with Query_time best first by
+    /// `attribute:function` (result.py `Digest.keys`: ties by query ID), and those
+    /// without, by query ID.
+    fn ranked<'py>(
+        &self,
+        py: Python<'py>,
+        attribute: &[u8],
+        function: &str,
+    ) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
+        let (reported, unreported) = self.inner.ranked(attribute, function);
+        let pack = |v: Vec<u32>| PyBytes::new(py, &v.iter().flat_map(|i| i.to_ne_bytes()).collect::<Vec<u8>>());
+        (pack(reported), pack(unreported))
+    }
+
     fn class_at<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyTuple>> {
         let (fp, slot) = self.inner.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
         class_to_tuple(py, &Names::of_total(&self.inner), Some(*fp), &slot.get(), &mut HashMap::new())
