@@ -229,21 +229,26 @@ class DigestEvidence:
     """Facts about the whole digest that a class's own figures cannot give.
 
     Read in one pass over the document's classes, each class document dropped once
-    read: what is kept per class is its fingerprint (for :meth:`fingerprint_of`) and,
-    for the write classes the overhead fits can use, a :class:`_WritePoint`.
+    read: what is kept per class is, for the write classes the overhead fits can use, a
+    :class:`_WritePoint`, and the calls that read each table; fingerprints by query ID
+    only for a plain list of classes (lazy classes look them up in the digest).
     """
 
     def __init__(self, document: Mapping[str, Any]) -> None:
         self.window_seconds: float | None = (document.get("window") or {}).get("seconds")
+        classes = document.get("classes", [])
+        self._lookup = getattr(classes, "fingerprint_of", None)
         self.fingerprints: dict[str, str] = {}
         self.tables: dict[str, TableTraffic] = {}
+        reads: dict[str, int] = {}
         self._writes: list[_WritePoint] = []
         table_sets: dict[frozenset[str], frozenset[str]] = {}
         sampled = False
         for item in class_documents(document):
             facts = ClassFacts(item)
-            self.fingerprints[facts.id] = facts.fingerprint
-            _add_traffic(self.tables, facts)
+            if self._lookup is None:
+                self.fingerprints[facts.id] = facts.fingerprint
+            _add_traffic(self.tables, reads, facts)
             sampled = sampled or _sampled(item)
             if not facts.is_write:
                 continue
@@ -252,9 +257,14 @@ class DigestEvidence:
                 written = frozenset(table_key(t) for t in facts.tables_written)
                 written = table_sets.setdefault(written, written)
                 self._writes.append(_WritePoint(_write_kind(facts), written, point))
+        for key, table in self.tables.items():
+            table.reads = reads.get(key, 0)
         self.full_log, self.full_log_reason = _completeness(document, sampled)
 
     def fingerprint_of(self, class_id: str) -> str | None:
+        if self._lookup is not None:
+            found: str | None = self._lookup(class_id)
+            return found
         return self.fingerprints.get(class_id)
 
     def table(self, name: str) -> TableTraffic:
@@ -319,12 +329,14 @@ def _write_kind(facts: ClassFacts) -> str:
     return "INSERT/REPLACE … VALUES" if rows and rows["source"] == "values" else facts.verb.upper()
 
 
-def _add_traffic(tables: dict[str, TableTraffic], facts: ClassFacts) -> None:
-    """Count one class's calls in the traffic of the tables it reads and writes."""
+def _add_traffic(tables: dict[str, TableTraffic], reads: dict[str, int], facts: ClassFacts) -> None:
+    """Count one class's calls in the traffic of the tables it reads and writes. Only
+    written tables are kept (a table only read has no changes to judge from: a log of
+    200,000 distinct reads would keep 200,000 of them); reads are counted apart."""
     for name in facts.tables_read:
         key = table_key(name)
         if key.strip("?"):
-            tables.setdefault(key, TableTraffic(key)).reads += facts.calls
+            reads[key] = reads.get(key, 0) + facts.calls
     for name in facts.tables_written:
         key = table_key(name)
         if not key.strip("?"):

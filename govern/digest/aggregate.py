@@ -358,6 +358,13 @@ class Partial:
     def totals(self) -> ClassAgg:
         return merged_classes(self.all_classes())
 
+    def fingerprint_of(self, class_id: str) -> bytes | None:
+        """The fingerprint of the class whose query ID is ``class_id``, if kept."""
+        for fingerprint in self.classes:
+            if query_id(fingerprint) == class_id:
+                return fingerprint
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class ClassKey:
@@ -421,6 +428,10 @@ class ClassSource(Protocol):
 
     def totals(self) -> ClassAgg:
         """Every class and ``other`` merged into one new ClassAgg."""
+        ...
+
+    def fingerprint_of(self, class_id: str) -> bytes | None:
+        """The fingerprint of the class whose query ID is ``class_id``, if kept."""
         ...
 
 

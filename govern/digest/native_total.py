@@ -63,6 +63,11 @@ class NativePartial:
     def key_at(self, index: int, attribute: str) -> ClassKey:
         return ClassKey(index, *self._total.key_at(index, attribute.encode()))
 
+    def fingerprint_of(self, class_id: str) -> bytes | None:
+        """The fingerprint of the class whose query ID is ``class_id``, if kept."""
+        found: bytes | None = self._total.fingerprint_of(class_id)
+        return found
+
     def class_at(self, index: int) -> ClassAgg:
         return _class(self._total.class_at(index), None, None)
 

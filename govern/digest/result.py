@@ -693,6 +693,11 @@ class LazyClasses(LazyDocuments):
     def _view(self, keys: Sequence[ClassKey]) -> LazyClasses:
         return LazyClasses(keys, self._builder)
 
+    def fingerprint_of(self, class_id: str) -> str | None:
+        """The fingerprint (as documents show it) of a class of this digest, by query ID."""
+        found = self._builder.digest.partial.fingerprint_of(class_id)
+        return None if found is None else decode(found)
+
     def views(self) -> Iterator[ClassView]:
         """The classes as read-only views, each part built when read: for readers of a
         few figures per class (the digest rules), much cheaper than the documents."""

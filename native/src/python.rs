@@ -462,13 +462,15 @@ fn range_handle(
 #[pyclass(module = "govern._native", name = "Total")]
 struct PyTotal {
     inner: Total,
+    /// Query ID (as a number) -> class index, made on the first `fingerprint_of`.
+    by_id: Option<HashMap<u128, u32>>,
 }
 
 #[pymethods]
 impl PyTotal {
     #[new]
     fn new(max_classes: usize) -> Self {
-        PyTotal { inner: Total::new(max_classes) }
+        PyTotal { inner: Total::new(max_classes), by_id: None }
     }
 
     /// Merge the next range (it is consumed): `file` is its input's index, `line_base`
@@ -572,6 +574,17 @@ impl PyTotal {
         let (reported, unreported) = self.inner.ranked(attribute, function);
         let pack = |v: Vec<u32>| PyBytes::new(py, &v.iter().flat_map(|i| i.to_ne_bytes()).collect::<Vec<u8>>());
         (pack(reported), pack(unreported))
+    }
+
+    /// The fingerprint of the class with query ID `id` (32 hex digits), if kept.
+    fn fingerprint_of<'py>(&mut self, py: Python<'py>, id: &str) -> Option<Bound<'py, PyBytes>> {
+        let t = &self.inner;
+        let by_id = self.by_id.get_or_insert_with(|| {
+            let id_of = |fp: u32| u128::from_str_radix(&query_id(t.fingerprints.get(fp)), 16).unwrap_or(0);
+            t.classes.iter().enumerate().map(|(i, (fp, _))| (id_of(*fp), i as u32)).collect()
+        });
+        let index = *by_id.get(&u128::from_str_radix(id, 16).ok()?)?;
+        Some(PyBytes::new(py, t.fingerprints.get(t.classes[index as usize].0)))
     }
 
     fn class_at<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyTuple>> {
