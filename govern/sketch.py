@@ -150,6 +150,12 @@ def distinct_add_many(kept: set[int], hashed: Iterable[int]) -> None:
 
 
 def distinct_merge(kept: set[int], other: set[int]) -> None:
+    if len(kept) >= DISTINCT_K:
+        # a full sketch keeps none of other's values above its largest: skip the sort
+        largest = max(kept)
+        other = {value for value in other if value < largest}
+        if not other:
+            return
     kept |= other
     if len(kept) > DISTINCT_K:
         for extra in sorted(kept)[DISTINCT_K:]:

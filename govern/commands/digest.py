@@ -343,12 +343,18 @@ def _warn_about_inputs(result: Digest) -> None:
 def _warn_about_order(result: Digest) -> None:
     """An attribute no event has orders nothing: say so rather than print log order."""
     attribute, function = parse_order_by(result.order_by)
-    if function == "cnt" or not result.counts()[0]:
+    if function == "cnt":
         return
-    metrics = result.global_metrics()
-    if attribute not in metrics:
-        known = ", ".join(sorted(metrics))
-        warn(f"--order-by {result.order_by}: no event has {attribute} (these have: {known})")
+    partial = result.partial
+    keys = partial.class_keys(attribute)
+    if not any(key.reportable for key in keys):
+        return
+    if any(key.metric is not None for key in keys) or (
+        partial.other is not None and attribute in partial.other.metrics
+    ):
+        return  # some event has it (no need to merge every class to know)
+    known = ", ".join(sorted(result.global_metrics()))
+    warn(f"--order-by {result.order_by}: no event has {attribute} (these have: {known})")
 
 
 def _check_output(output_format: str, output: str, window_files: tuple[str, ...]) -> None:
