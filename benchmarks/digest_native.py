@@ -162,9 +162,17 @@ def same_classes(a: dict[str, list[float]], b: dict[str, list[float]]) -> bool:
     )
 
 
+def warm(path: Path) -> None:
+    """Read the file into the page cache again before a timed run: this VM's memory
+    manager (DAMON) evicts cold page-cache pages within seconds, so a file warmed once
+    is partly read from disk by the third run."""
+    subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=True)
+
+
 def cat_speed(path: Path) -> float:
     """Seconds of `cat FILE > /dev/null` on the warm file (best of three)."""
     best = float("inf")
+    warm(path)
     for _ in range(3):
         t = time.perf_counter()
         subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=True)
@@ -176,6 +184,7 @@ def end_to_end(path: Path, keep_all: bool = False) -> tuple[float, int, dict[str
     """`govern digest --format json FILE`: (wall seconds, peak RSS, classes and totals).
     ``keep_all``: with --max-classes 1000000, so every class is kept and reported, as pt does."""
     extra = ["--max-classes", "1000000"] if keep_all else []
+    warm(path)
     wall, rss, out = measured(
         [sys.executable, "-m", "govern", "digest", "--format", "json", *extra, str(path)]
     )
@@ -190,12 +199,14 @@ def end_to_end(path: Path, keep_all: bool = False) -> tuple[float, int, dict[str
 
 def native(path: Path, threads: int) -> tuple[float, float, int, dict[str, Any]]:
     """(digest seconds, wall seconds incl. start-up, peak RSS, result)."""
+    warm(path)
     wall, rss, out = measured([sys.executable, "-c", NATIVE_CHILD, str(path), str(threads)])
     result = json.loads(out)
     return result["seconds"], wall, rss, result
 
 
 def pt(path: Path) -> tuple[float, int, dict[str, list[float]]]:
+    warm(path)
     wall, rss, out = measured(
         ["pt-query-digest", "--no-version-check", "--output", "json", "--limit", "100%", str(path)]
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -266,6 +267,10 @@ def digest(
         jobs=jobs,
     )
     _check_output(output_format, output, window_files)
+    if rule_options is not None:
+        # The rules' modules (sqlglot among them) load while the core digests on
+        # its own threads, instead of after it.
+        threading.Thread(target=_load_rules, name="govern-load-rules", daemon=True).start()
     result = digest_paths(list(inputs), options)
     _warn_about_inputs(result)
     _emit(result, output_format, top, rule_options, output, window_files, state_path)
@@ -321,6 +326,12 @@ def _load(name: str) -> Digest:
     except json.JSONDecodeError as exc:
         raise UsageError(f"{name}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     return from_document(document, name)
+
+
+def _load_rules() -> None:
+    import rules.digest  # noqa: F401
+    import rules.sql.statement  # noqa: F401
+    import sqlglot  # noqa: F401
 
 
 def _warn_about_inputs(result: Digest) -> None:
