@@ -329,9 +329,10 @@ def _load(name: str) -> Digest:
 
 
 def _load_rules() -> None:
-    import rules.digest  # noqa: F401
-    import rules.sql.statement  # noqa: F401
     import sqlglot  # noqa: F401
+
+    import rules.digest
+    import rules.sql.statement  # noqa: F401
 
 
 def _warn_about_inputs(result: Digest) -> None:
