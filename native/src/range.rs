@@ -85,10 +85,9 @@ impl Ord for Ts {
 pub fn normalize_time(raw: &[u8]) -> Ts {
     let text = raw.trim_ascii();
     if text.len() >= 19 && text[4] == b'-' {
-        let mut out = Vec::with_capacity(19);
-        out.extend_from_slice(&text[..10]);
-        out.push(b' ');
-        out.extend_from_slice(&text[11..19]);
+        let mut out = [b' '; 19];
+        out[..10].copy_from_slice(&text[..10]);
+        out[11..].copy_from_slice(&text[11..19]);
         return Ts::from(&out);
     }
     let parts: Vec<&[u8]> = text.split(|b| b.is_ascii_whitespace()).filter(|p| !p.is_empty()).collect();
@@ -275,6 +274,10 @@ pub struct Sample {
     pub user: Option<u32>,
     pub host: Option<u32>,
     pub offset: u64,
+    /// While a range is digested: where `query` lies in the input (copied at the end,
+    /// once, rather than at every event that beats the sample so far).
+    #[serde(skip)]
+    pub span: Option<(usize, usize)>,
     pub line: u64,
     /// The input's index (set when ranges merge: `total.rs`).
     pub file: u32,
@@ -659,7 +662,9 @@ impl<'o> Digester<'o> {
         // pt's --inherit-attributes db,ts
         if let Some(raw) = ev.known(Known::Ts) {
             if self.ts_cache.0 != raw {
-                self.ts_cache = (raw.to_vec(), normalize_time(raw));
+                self.ts_cache.0.clear();
+                self.ts_cache.0.extend_from_slice(raw);
+                self.ts_cache.1 = normalize_time(raw);
             }
             self.r.last_ts = Some(self.ts_cache.1);
             self.r.ts_known = true;
@@ -822,7 +827,13 @@ impl<'o> Digester<'o> {
                 let s = class.sample.get_or_insert_with(Box::default);
                 let cut = arg.len().min(SAMPLE_LIMIT);
                 s.query.clear();
-                s.query.extend_from_slice(&arg[..cut]);
+                let (base, at) = (self.data.as_ptr() as usize, arg.as_ptr() as usize);
+                if at >= base && at + cut <= base + self.data.len() {
+                    s.span = Some((at - base, cut));
+                } else {
+                    s.span = None;
+                    s.query.extend_from_slice(&arg[..cut]);
+                }
                 s.query_time = qt;
                 s.truncated = arg.len() > SAMPLE_LIMIT;
                 s.ts = ts;
@@ -953,6 +964,12 @@ pub fn digest_range(
     let end_pos = parser.pos();
     d.line_at(end_pos as u64);
     let mut r = d.r;
+    let samples = r.classes.iter_mut().map(|c| &mut c.1).chain(r.other.as_mut()).filter_map(|c| c.sample.as_mut());
+    for s in samples {
+        if let Some((at, len)) = s.span.take() {
+            s.query.extend_from_slice(&data[at..at + len]);
+        }
+    }
     r.end = end_pos;
     r.newlines = d.line - 1;
     if release {

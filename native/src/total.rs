@@ -661,12 +661,17 @@ fn merge_runs(a: &mut Runs, b: &Runs) {
 
 /// `sketch.distinct_merge`: the union, its `DISTINCT_K` smallest hashes.
 fn merge_kmv(a: &mut Kmv, b: &Kmv) {
-    if b.0.is_empty() {
+    let limit = crate::range::DISTINCT_K;
+    // A full set keeps only hashes below its largest: usually none of `b`'s.
+    let below = match a.0.last() {
+        Some(&max) if a.0.len() >= limit => b.0.partition_point(|&h| h < max),
+        _ => b.0.len(),
+    };
+    if below == 0 {
         return;
     }
     // Both are sorted: merge them, without duplicates, up to DISTINCT_K.
-    let limit = crate::range::DISTINCT_K;
-    let (x, y) = (&a.0, &b.0);
+    let (x, y) = (&a.0, &b.0[..below]);
     let mut out = SmallVec::with_capacity((x.len() + y.len()).min(limit));
     let (mut i, mut j) = (0, 0);
     while out.len() < limit && (i < x.len() || j < y.len()) {
