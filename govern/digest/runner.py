@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from multiprocessing.pool import AsyncResult, Pool
 
 from govern.digest import native_engine
-from govern.digest.aggregate import Partial, close_runs, merge
+from govern.digest.aggregate import ClassSource, Partial, close_runs, merge
 from govern.digest.engine import (
     Context,
     EngineOptions,
@@ -277,20 +277,13 @@ def digest_paths(arguments: list[str], options: DigestOptions | None = None) -> 
     total_size = (
         sum(item.size or 0 for item in inputs) if all(i.size is not None for i in inputs) else None
     )
+    sources = [
+        Source(item.name, item.host, item.size or 0, item.compression, item.problems)
+        for item in inputs
+    ]
     if native_engine.usable(options.engine(None)):
         partial = _digest_native(inputs, options, jobs if parallel else 1, total_size)
-        return Digest(
-            partial=partial,
-            sources=[
-                Source(item.name, item.host, item.size or 0, item.compression, item.problems)
-                for item in inputs
-            ],
-            order_by=options.order_by,
-            max_classes=options.max_classes,
-            since=options.since,
-            until=options.until,
-            filters=list(options.filter_texts),
-        )
+        return _digest(partial, sources, options)
     segments = _all_segments(inputs, options, jobs if parallel else 1)
     if parallel:
         # Fork the workers before the progress bar starts its drawing thread.
@@ -305,12 +298,13 @@ def digest_paths(arguments: list[str], options: DigestOptions | None = None) -> 
             for segment in segments:
                 _accept(segment, _run_segment(segment, merger.context()), merger, bar)
     close_runs(merger.total)
+    return _digest(merger.total, sources, options)
+
+
+def _digest(partial: ClassSource, sources: list[Source], options: DigestOptions) -> Digest:
     return Digest(
-        partial=merger.total,
-        sources=[
-            Source(item.name, item.host, item.size or 0, item.compression, item.problems)
-            for item in inputs
-        ],
+        partial=partial,
+        sources=sources,
         order_by=options.order_by,
         max_classes=options.max_classes,
         since=options.since,
@@ -372,32 +366,17 @@ def digest_bytes(
     parse_order_by(options.order_by)
     check_text(name, data[:65536])
     engine = options.engine(options.host)
+    sources = [Source(name, options.host, len(data))]
     if native_engine.usable(engine):
-        merger_native = NativeMerger(options.max_classes)
+        native_merger = NativeMerger(options.max_classes)
         job = (0, 0, options.host, 0, len(data), True, data, len(data))
-        run_jobs(iter([job]), merger_native, 1, None)
-        return Digest(
-            partial=merger_native.finish(),
-            sources=[Source(name, options.host, len(data))],
-            order_by=options.order_by,
-            max_classes=options.max_classes,
-            since=options.since,
-            until=options.until,
-            filters=list(options.filter_texts),
-        )
+        run_jobs(iter([job]), native_merger, 1, None)
+        return _digest(native_merger.finish(), sources, options)
     merger = _Merger(options.max_classes)
     segment = _Segment(0, None, data, 0, len(data), True, True, 0, len(data), engine)
     _accept(segment, _run_segment(segment, merger.context()), merger, None)
     close_runs(merger.total)
-    return Digest(
-        partial=merger.total,
-        sources=[Source(name, options.host, len(data))],
-        order_by=options.order_by,
-        max_classes=options.max_classes,
-        since=options.since,
-        until=options.until,
-        filters=list(options.filter_texts),
-    )
+    return _digest(merger.total, sources, options)
 
 
 def _native_segments(

@@ -192,20 +192,35 @@ fn digest_range<'py>(
     server_salt: u64,
     release: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    let options = RangeOptions { max_classes, context_ts, context_db, context_known, server_salt };
+    let result = run_range(py, data, start, stop, end, &options, release)?;
+    range_to_tuple(py, &result)
+}
+
+/// `crate::range::digest_range` over any contiguous buffer (bytes, an mmap), the GIL
+/// released.
+fn run_range(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    start: usize,
+    stop: usize,
+    end: usize,
+    options: &RangeOptions,
+    release: bool,
+) -> PyResult<RangeDigest> {
     let buffer = PyBuffer::<u8>::get(data)?;
     if !buffer.is_c_contiguous() {
-        return Err(PyValueError::new_err("digest_range needs a contiguous buffer"));
+        return Err(PyValueError::new_err("a range needs a contiguous buffer"));
     }
     let (ptr, len) = (buffer.buf_ptr() as usize, buffer.len_bytes());
-    let options = RangeOptions { max_classes, context_ts, context_db, context_known, server_salt };
     let result = py.detach(|| {
         // SAFETY: `buffer` keeps the exported memory alive and unmoved until it is dropped,
         // after this closure returns; nothing writes to it meanwhile (a read-only export).
         let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-        crate::range::digest_range(bytes, start.min(len), stop, end, &options, release)
+        crate::range::digest_range(bytes, start.min(len), stop, end, options, release)
     });
     drop(buffer);
-    range_to_tuple(py, &result)
+    Ok(result)
 }
 
 fn opt_bytes<'py>(py: Python<'py>, v: Option<&[u8]>) -> Bound<'py, PyAny> {
@@ -442,18 +457,8 @@ fn range_handle(
     server_salt: u64,
     release: bool,
 ) -> PyResult<Range> {
-    let buffer = PyBuffer::<u8>::get(data)?;
-    if !buffer.is_c_contiguous() {
-        return Err(PyValueError::new_err("range_handle needs a contiguous buffer"));
-    }
-    let (ptr, len) = (buffer.buf_ptr() as usize, buffer.len_bytes());
     let options = RangeOptions { max_classes, context_ts, context_db, context_known, server_salt };
-    let result = py.detach(|| {
-        // SAFETY: as in `digest_range`: `buffer` keeps the memory alive and unmoved.
-        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-        crate::range::digest_range(bytes, start.min(len), stop, end, &options, release)
-    });
-    drop(buffer);
+    let result = run_range(py, data, start, stop, end, &options, release)?;
     Ok(Range { end: result.end, newlines: result.newlines, inner: Some(result) })
 }
 
