@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -224,12 +223,17 @@ def test_serve_needs_a_schedule(server: MariaDB, tmp_path: Path, state_path: Pat
 
 def test_sigterm_is_a_graceful_shutdown(server: MariaDB, tmp_path: Path, state_path: Path) -> None:
     """A real `govern schedule serve` process: the night it owes (remembered fire time in the past,
-    within grace) starts at once; SIGTERM lets the quick job finish and stops the slow one."""
+    within grace) starts at once; SIGTERM lets a running job finish within shutdown_grace and
+    stops the one still running when the grace ends.
+
+    The quick job is certainly running when SIGTERM arrives: it waits for a file the test
+    writes only after sending the signal. Its "ok" is the grace honoured; the slow job's
+    "interrupted" (it sleeps 60 s) is the grace ended. No wall-clock bound is asserted."""
     path = catalog(
         tmp_path,
         server,
         'cron = "0 1 * * *"\ntimezone = "UTC"\nmisfire_grace = "1h"\nshutdown_grace = "2s"\n',
-        '[jobs.quick]\ncommand = "touch quick.started; sleep 1"\n'
+        '[jobs.quick]\ncommand = "touch quick.started; until [ -e go ]; do sleep 0.05; done"\n'
         + '[jobs.slow]\ncommand = "touch slow.started; exec sleep 60"\n'
         + '[jobs.later]\ncommand = "true"\ndepends_on = ["quick", "slow"]\n',
     ).resolve()
@@ -243,17 +247,13 @@ def test_sigterm_is_a_graceful_shutdown(server: MariaDB, tmp_path: Path, state_p
         wait_until(
             lambda: (tmp_path / "quick.started").exists() and (tmp_path / "slow.started").exists()
         )
-        started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=20)
+        (tmp_path / "go").touch()
+        _out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    took = time.monotonic() - started
-    # at least most of the 2 s grace (the quick job may finish in it), far less than the
-    # slow job's 60 s sleep: the grace is honoured, then the slow job is stopped
-    assert 1.5 < took < 10, f"SIGTERM to exit took {took:.1f} s, outside the 2 s shutdown_grace"
     assert "SIGTERM: finishing (shutdown_grace 2s)" in err and "stopped serving nightly" in err
     [night] = nights(state_path)
     jobs = {j["name"]: j["outcome"] for j in night["jobs"]}
