@@ -311,6 +311,8 @@ class Partial:
     open_single: OpenRuns = field(default_factory=OpenRuns)
     # The classes in the order of the last class_keys() (what ClassKey.index points into).
     _listed: list[ClassAgg] | None = field(default=None, init=False, repr=False, compare=False)
+    # Fingerprints by query ID, for fingerprint_of().
+    _by_id: dict[str, bytes] | None = field(default=None, init=False, repr=False, compare=False)
 
     def note_malformed(self, file: int, line: int, reason: str) -> None:
         self.malformed += 1
@@ -359,11 +361,12 @@ class Partial:
         return merged_classes(self.all_classes())
 
     def fingerprint_of(self, class_id: str) -> bytes | None:
-        """The fingerprint of the class whose query ID is ``class_id``, if kept."""
-        for fingerprint in self.classes:
-            if query_id(fingerprint) == class_id:
-                return fingerprint
-        return None
+        """The fingerprint of the class whose query ID is ``class_id``, if kept (the
+        map by query ID is made on the first call, again if classes were added)."""
+        by_id = self._by_id
+        if by_id is None or len(by_id) != len(self.classes):
+            by_id = self._by_id = {query_id(fp): fp for fp in self.classes}
+        return by_id.get(class_id)
 
 
 @dataclass(frozen=True, slots=True)

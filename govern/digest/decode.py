@@ -31,3 +31,14 @@ def show(raw: bytes) -> str:
     """A bad value cut to 40 bytes, for a one-line malformed-event message."""
     shown = raw[:40].decode("utf-8", "backslashreplace")
     return shown + ("…" if len(raw) > 40 else "")
+
+
+#: Why a record is malformed when the input ends inside it before any statement.
+CUT_SHORT = "event without a statement: the input ends inside it"
+
+
+def malformed_reason(query_time: bytes | None) -> str:
+    """Why an event is malformed: its Query_time is not a number, or (None) it is cut short."""
+    if query_time is None:
+        return CUT_SHORT
+    return f"Query_time is not a number: {show(query_time)}"

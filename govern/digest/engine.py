@@ -33,8 +33,8 @@ from govern.digest.aggregate import (
     Sample,
     histogram_index,
 )
+from govern.digest.decode import CUT_SHORT, malformed_reason
 from govern.digest.decode import label as _label
-from govern.digest.decode import show as _show
 from govern.digest.decode import text as _text
 from govern.digest.filters import Filters
 from govern.fingerprint import cache_key, fingerprint_many, query_id
@@ -194,7 +194,7 @@ class Digester:
         self.run_starts: dict[bytes, tuple[ClassAgg, set[int]]] = {}  # by fingerprint
         self.sample_offsets: list[tuple[Sample, int]] = []
         self.malformed_offsets: list[tuple[int, str]] = []
-        self.server_salt = zlib.crc32(options.server.encode()) << 32 if options.server else 0
+        self.server_salt = host_salt(options.server)
 
     # -- input -----------------------------------------------------------------------
     def feed(self, records: Sequence[Record]) -> None:
@@ -253,18 +253,14 @@ class Digester:
             if fp is None:
                 partial.no_statement += 1
                 if record.forced_arg == b"":
-                    self.malformed_offsets.append(
-                        (record.offset, "event without a statement: the input ends inside it")
-                    )
+                    self.malformed_offsets.append((record.offset, CUT_SHORT))
                 continue
             attributes = event.attributes
             query_time_raw = attributes.get(b"Query_time")
             if query_time_raw is not None:
                 kind_value = value_types.get(query_time_raw) or self._number(query_time_raw)
                 if kind_value[0] != NUM or kind_value[1] < 0:
-                    self.malformed_offsets.append(
-                        (record.offset, f"Query_time is not a number: {_show(query_time_raw)}")
-                    )
+                    self.malformed_offsets.append((record.offset, malformed_reason(query_time_raw)))
                     continue
             # pt's --inherit-attributes db,ts
             ts = event.ts
@@ -639,6 +635,12 @@ class Digester:
 
 
 _DECIMAL_MARK = b"\x00"  # numbers[_DECIMAL_MARK + name]: some value of name had a point
+
+
+def host_salt(host: str | None) -> int:
+    """Added to connection numbers before hashing, so a --host label's connections
+    count apart from another server's with the same Thread_id (both engines)."""
+    return zlib.crc32(host.encode()) << 32 if host else 0
 
 
 def connection_number(thread: bytes) -> int:

@@ -19,7 +19,6 @@ db_known, minutes, minutes_unknown, classes, other, connections)``.
 from __future__ import annotations
 
 import mmap
-import zlib
 from typing import TYPE_CHECKING, Any
 
 from govern import native
@@ -35,7 +34,7 @@ from govern.digest.aggregate import (
     Sample,
 )
 from govern.digest.decode import label as _label
-from govern.digest.decode import show as _show
+from govern.digest.decode import malformed_reason
 from govern.digest.decode import text as _text
 
 if TYPE_CHECKING:
@@ -156,10 +155,10 @@ def digest_range(
     context: Context,
 ) -> RangeResult:
     """engine.digest_range through the core (same arguments, same RangeResult)."""
-    from govern.digest.engine import RangeResult  # engine imports this module
+    from govern.digest.engine import RangeResult, host_salt  # engine imports this module
 
     server = options.server
-    salt = zlib.crc32(server.encode()) << 32 if server else 0
+    salt = host_salt(server)
     limit = len(data) if end is None else end
     (
         reached,
@@ -196,14 +195,7 @@ def digest_range(
         partial.other = _class(other, file, server)
     partial.events = events
     partial.no_statement = no_statement
-    reasons = []
-    for offset, line, raw in malformed:
-        reason = (
-            "event without a statement: the input ends inside it"
-            if raw is None
-            else f"Query_time is not a number: {_show(raw)}"
-        )
-        reasons.append((offset, reason, line))
+    reasons = [(offset, malformed_reason(raw), line) for offset, line, raw in malformed]
     for _offset, reason, line in sorted(reasons):
         partial.note_malformed(file, line, reason)
     for minute, n, micro in minutes:

@@ -13,7 +13,6 @@ so a digest of 200,000 classes is never 200,000 Python objects.
 from __future__ import annotations
 
 import mmap
-import zlib
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -22,7 +21,8 @@ from typing import Any, overload
 
 from govern import native
 from govern.digest.aggregate import ClassAgg, ClassKey, Malformed
-from govern.digest.decode import show as _show
+from govern.digest.decode import malformed_reason
+from govern.digest.engine import host_salt
 from govern.digest.native_engine import _class
 from govern.progress import Progress
 
@@ -39,11 +39,13 @@ class NativePartial:
         self.no_statement: int = total.no_statement
         self.malformed: int = total.malformed
         self.malformed_kept = [
-            Malformed(file, line, _reason(raw)) for file, line, raw in total.malformed_kept()
+            Malformed(file, line, malformed_reason(raw))
+            for file, line, raw in total.malformed_kept()
         ]
         self.minutes: dict[str, list[int]] = {
             minute: [n, micro] for minute, n, micro in total.minutes()
         }
+        self._ranked: dict[tuple[str, str], tuple[Keys, Keys]] = {}
         other = total.other()
         self.other: ClassAgg | None = None if other is None else _class(other, None, None)
 
@@ -55,10 +57,17 @@ class NativePartial:
         return [ClassKey(index, *key) for index, key in enumerate(keys)]
 
     def ranked_keys(self, attribute: str, function: str) -> tuple[Keys, Keys]:
-        """``Digest.keys`` done by the core: the ranking is computed in Rust and the keys
-        are built when read, so 200,000 classes cost two arrays, not 200,000 objects."""
-        reported, unreported = self._total.ranked(attribute.encode(), function)
-        return Keys(self, reported, attribute), Keys(self, unreported, attribute)
+        """``Digest.keys`` done by the core: the ranking is computed in Rust (once per
+        order) and the keys are built when read, so 200,000 classes cost two arrays,
+        not 200,000 objects."""
+        found = self._ranked.get((attribute, function))
+        if found is None:
+            reported, unreported = self._total.ranked(attribute.encode(), function)
+            found = self._ranked[attribute, function] = (
+                Keys(self, reported, attribute),
+                Keys(self, unreported, attribute),
+            )
+        return found
 
     def key_at(self, index: int, attribute: str) -> ClassKey:
         return ClassKey(index, *self._total.key_at(index, attribute.encode()))
@@ -103,17 +112,6 @@ class Keys(Sequence[ClassKey]):
         key_at, attribute = self._source.key_at, self._attribute
         for index in self._indexes:
             yield key_at(index, attribute)
-
-
-def _reason(raw: bytes | None) -> str:
-    if raw is None:
-        return "event without a statement: the input ends inside it"
-    return f"Query_time is not a number: {_show(raw)}"
-
-
-def host_salt(host: str | None) -> int:
-    """The ``--host`` label's salt for connection hashes (as the Python engine's)."""
-    return zlib.crc32(host.encode()) << 32 if host else 0
 
 
 class NativeMerger:
