@@ -363,6 +363,36 @@ class MariaDB:
             **options,  # type: ignore[arg-type]
         )
 
+    def hang_up(self, conn: object, timeout: float = 10) -> None:
+        """Close ``conn`` and wait until the server has ended it.
+
+        The server frees a connection's user locks and temporary objects only when its
+        thread has seen the client's COM_QUIT, a moment after ``close()`` returns; a test
+        that asserts "the dead hold nothing" must wait for that, not race it.
+        """
+        with conn.cursor() as cur:  # type: ignore[attr-defined]
+            cur.execute("SELECT CONNECTION_ID()")
+            (connection_id,) = cur.fetchone()
+        conn.close()  # type: ignore[attr-defined]
+        watcher = self.connect()
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                with watcher.cursor() as cur:  # type: ignore[attr-defined]
+                    cur.execute(
+                        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %s",
+                        (connection_id,),
+                    )
+                    if cur.fetchone()[0] == 0:
+                        return
+                if time.monotonic() > deadline:
+                    raise AssertionError(
+                        f"connection {connection_id} still on the server {timeout}s after close"
+                    )
+                time.sleep(0.02)
+        finally:
+            watcher.close()  # type: ignore[attr-defined]
+
     def start_replica_of(self, primary: MariaDB) -> None:
         """Make this (started) server a read-only replica of ``primary`` over TCP."""
         conn = self.connect()

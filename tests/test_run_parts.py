@@ -71,7 +71,7 @@ def test_claims_carry_their_values_to_any_reader(server: MariaDB, connect: Any) 
         (1, conn_id(second), 1_500_000, 10_000_000, conn_id(first)),
     ]
     assert claims.list_who(reader) is None  # no plugin on the harness server
-    first.close()  # a claim ends with its connection: nobody cleans up after the dead
+    server.hang_up(first)  # a claim ends with its connection: nobody cleans up after the dead
     assert [c.slot for c in claims.probe(reader, LONG_QUERY_TIME)] == [1]
     claims.release(second, b.lock_names())
     assert claims.probe(reader, LONG_QUERY_TIME) == []

@@ -308,7 +308,7 @@ def test_the_run_lock_refuses_a_second_night(
     proc = govern("schedule", "run", str(path), "--state", str(state_path))
     assert proc.returncode == 3 and "another night of 'locked' is running" in proc.stderr
     assert not (tmp_path / "ran").exists()
-    holder.close()
+    server.hang_up(holder)  # its lock ends with it
     assert night(path, state_path)["status"] == "ok"
 
 
