@@ -200,3 +200,35 @@ def test_frozen_classes_same_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert got == reference, "parallel"
     capped = document(path, monkeypatch, python=True, jobs=1, max_classes=5000)
     assert document(path, monkeypatch, python=False, jobs=1, max_classes=5000) == capped
+
+
+def test_segments_grow_for_few_classes_and_shrink_for_many(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The core's segments start small, grow once the merged part shows few classes,
+    shrink once it shows many; the JSON is the Python engine's either way."""
+    assert runner.native_segment(0, 0) == runner.NATIVE_SEGMENT
+    assert runner.native_segment(405, 32 << 20) == runner.NATIVE_SEGMENT_FEW_CLASSES
+    assert runner.native_segment(5000, 0) == runner.NATIVE_SEGMENT_MANY_CLASSES
+    for name, value in (
+        ("NATIVE_SEGMENT", 4000),
+        ("NATIVE_SEGMENT_FEW_CLASSES", 16_000),
+        ("NATIVE_SEGMENT_MANY_CLASSES", 1000),
+        ("MANY_CLASSES", 50),
+    ):
+        monkeypatch.setattr(runner, name, value)
+    chosen: list[int] = []
+    policy = runner.native_segment
+
+    def spy(classes: int, merged_bytes: int) -> int:
+        chosen.append(policy(classes, merged_bytes))
+        return chosen[-1]
+
+    monkeypatch.setattr(runner, "native_segment", spy)
+    for classes, want, never in ((20, 16_000, 1000), (300, 1000, 16_000)):
+        path = tmp_path / f"{classes}.log"
+        path.write_bytes(many_classes_log(classes) * (400 // classes))
+        chosen.clear()
+        reference = document(path, monkeypatch, python=True, jobs=1)
+        assert document(path, monkeypatch, python=False, jobs=2) == reference, classes
+        assert chosen[0] == 4000 and want in chosen and never not in chosen, (classes, chosen)

@@ -122,8 +122,10 @@ class NativeMerger:
         self.max_classes = max_classes
         self.lines: dict[int, int] = {}  # file -> lines before the next segment
         self.reached: dict[int, int] = {}  # file -> where reading stopped (absolute)
+        self.merged_bytes = 0  # input bytes whose ranges are merged
 
-    def add(self, file: int, base: int, host: str | None, result: Any) -> None:
+    def add(self, file: int, base: int, host: str | None, result: Any, size: int) -> None:
+        self.merged_bytes += size
         lines = self.lines.get(file, 0)
         self.lines[file] = lines + result.newlines
         self.reached[file] = base + result.end
@@ -181,7 +183,7 @@ def run_jobs(
             if skip:
                 redo = (low + skip, max(high, low + skip))
                 result = run_range(data, *redo, False, merger.max_classes, host)
-        merger.add(file, base, host, result)
+        merger.add(file, base, host, result, size)
         if bar is not None:
             bar.advance(size)
 
