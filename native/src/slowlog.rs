@@ -696,12 +696,10 @@ fn is_attribute_line(line: &[u8]) -> bool {
 /// MariaDB writes `Schema:` with an empty value before the next attribute; pt removes
 /// the first `Schema:\s+` when the line matches `Schema:\s+\w+: `.
 fn schema_fix(line: &[u8]) -> Option<Vec<u8>> {
-    static SCHEMA: OnceLock<memmem::Finder<'static>> = OnceLock::new();
-    let finder = SCHEMA.get_or_init(|| memmem::Finder::new(b"Schema:"));
-    finder.find(line)?;
+    find_schema(line)?;
     let mut from = 0;
     let mut needs_fix = false;
-    while let Some(i) = finder.find(&line[from..]) {
+    while let Some(i) = find_schema(&line[from..]) {
         let s = from + i + 7;
         let ws = run_len(&line[s..], is_space);
         let w = run_len(&line[s + ws..], crate::perl::is_word);
@@ -715,7 +713,7 @@ fn schema_fix(line: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let mut from = 0;
-    while let Some(i) = finder.find(&line[from..]) {
+    while let Some(i) = find_schema(&line[from..]) {
         let s = from + i + 7;
         let ws = run_len(&line[s..], is_space);
         if ws > 0 {
@@ -728,16 +726,19 @@ fn schema_fix(line: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// `Schema:` in a header line: memchr for the `S` costs a tenth of a memmem search on
+/// a line of 60 bytes.
+fn find_schema(s: &[u8]) -> Option<usize> {
+    memchr::memchr_iter(b'S', s).find(|&i| s[i..].starts_with(b"Schema:"))
+}
+
 /// `push @properties, $line =~ m/(\w+):\s+(\S+|\Z)/g`
 fn push_attribute_pairs(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) -> Item) {
     let mut cursor = 0;
     while let Some(i) = memchr(b':', &line[cursor..]) {
         let colon = cursor + i;
         // The key is the \w run ending at the colon, starting no earlier than the cursor.
-        let mut k = colon;
-        while k > cursor && crate::perl::is_word(line[k - 1]) {
-            k -= 1;
-        }
+        let k = colon - line[cursor..colon].iter().rev().take_while(|&&b| crate::perl::is_word(b)).count();
         let ws = run_len(&line[colon + 1..], is_space);
         if k == colon || ws == 0 {
             cursor = colon + 1;
