@@ -292,3 +292,31 @@ def test_native_source_answers_as_the_python_one() -> None:
 
 def _key_fields(key: Any) -> tuple[Any, ...]:
     return (key.index, key.fingerprint, key.count, key.reportable, key.metric)
+
+
+@pytest.mark.skipif(not native.available(), reason="native core not built")
+def test_order_by_check_builds_keys_only_until_it_knows(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """govern digest asks whether any class has the --order-by attribute: the core's
+    source builds keys one at a time until one has it (a list of 200,000 keys was 80 MB
+    at the top of the digest's memory), and all of them only when none has it."""
+    from govern.commands.digest import _warn_about_order
+
+    core = _digest()
+    built: list[int] = []
+    key_at = core.partial.key_at
+
+    def counting(index: int, attribute: str) -> Any:
+        built.append(index)
+        return key_at(index, attribute)
+
+    monkeypatch.setattr(core.partial, "key_at", counting)
+    classes = core.partial.class_count()
+    assert classes > 10
+    _warn_about_order(core)
+    assert len(built) <= 2 and capsys.readouterr().err == ""
+    built.clear()
+    core.order_by = "Nope:sum"
+    _warn_about_order(core)
+    assert set(built) == set(range(classes)) and "no event has Nope" in capsys.readouterr().err

@@ -22,7 +22,7 @@ merge:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -421,7 +421,7 @@ class ClassSource(Protocol):
         """Classes, not counting ``other``."""
         ...
 
-    def class_keys(self, attribute: str) -> list[ClassKey]:
+    def class_keys(self, attribute: str) -> Sequence[ClassKey]:
         """One key per class (``other`` not included), ``metric`` for ``attribute``."""
         ...
 

@@ -52,9 +52,10 @@ class NativePartial:
     def class_count(self) -> int:
         return len(self._total)
 
-    def class_keys(self, attribute: str) -> list[ClassKey]:
-        keys = self._total.keys(attribute.encode())
-        return [ClassKey(index, *key) for index, key in enumerate(keys)]
+    def class_keys(self, attribute: str) -> Keys:
+        """Every class's key, each built when read: ``any(...)`` over them stops at
+        the first match, and 200,000 classes are never 200,000 key objects at once."""
+        return Keys(self, array("I", range(len(self._total))), attribute)
 
     def ranked_keys(self, attribute: str, function: str) -> tuple[Keys, Keys]:
         """``Digest.keys`` done by the core: the ranking is computed in Rust (once per

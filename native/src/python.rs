@@ -541,21 +541,6 @@ impl PyTotal {
         self.inner.classes.len()
     }
 
-    /// Per class, in index order: `(fingerprint, count, has Query_time, (count, sum,
-    /// min, max) of `attribute` or None)`: enough to rank classes without building them.
-    fn keys<'py>(&self, py: Python<'py>, attribute: &[u8]) -> PyResult<Bound<'py, PyList>> {
-        let t = &self.inner;
-        let find = |name: &[u8]| (0..t.num_names.len() as u32).find(|&i| t.num_names.get(i) == name);
-        let (qt, wanted) = (find(b"Query_time"), find(attribute));
-        let list = PyList::empty(py);
-        for (fp, slot) in &t.classes {
-            let c = &*slot.get();
-            let metric = num_stats(c, wanted).map(|s| (s.count(), s.sum(), s.min(), s.max()));
-            list.append((PyBytes::new(py, t.fingerprints.get(*fp)), c.count, num_stats(c, qt).is_some(), metric))?;
-        }
-        Ok(list)
-    }
-
     /// One class's key: `(fingerprint, count, has Query_time, (count, sum, min, max) of
     /// `attribute` or None)`.
     fn key_at<'py>(&self, py: Python<'py>, index: usize, attribute: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
