@@ -26,7 +26,7 @@ docs/digest.md, is this:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 SUB_BITS = 7
 EXACT_LIMIT = 1 << (SUB_BITS + 1)  # 256: keys below this are the value itself
@@ -64,16 +64,28 @@ def bucket_value(key: int) -> int:
 
 def quantile(buckets: Mapping[int, int], q: float, low: int, high: int) -> int:
     """Nearest-rank quantile ``q`` (0 < q <= 1) of a sketch, clamped to [low, high]."""
+    return quantiles(buckets, (q,), low, high)[0]
+
+
+def quantiles(buckets: Mapping[int, int], qs: Sequence[float], low: int, high: int) -> list[int]:
+    """:func:`quantile` for each of ``qs`` (ascending), in one walk of the buckets: a
+    report asks three of every metric of every class."""
     total = sum(buckets.values())
     if total == 0:
         raise ValueError("quantile of an empty sketch")
-    rank = max(1, _ceil_rank(q, total))
+    if len(buckets) == 1:  # most metrics of most classes
+        (key,) = buckets
+        return [min(high, max(low, bucket_value(key)))] * len(qs)
+    ranks = [max(1, _ceil_rank(q, total)) for q in qs]
+    found: list[int] = []
     seen = 0
     for key in sorted(buckets):
         seen += buckets[key]
-        if seen >= rank:
-            return min(high, max(low, bucket_value(key)))
-    return high
+        while len(found) < len(ranks) and seen >= ranks[len(found)]:
+            found.append(min(high, max(low, bucket_value(key))))
+        if len(found) == len(ranks):
+            return found
+    return found + [high] * (len(ranks) - len(found))
 
 
 def _ceil_rank(q: float, total: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 from govern import sketch
@@ -95,3 +96,27 @@ def test_distinct_counter_exact_then_estimated() -> None:
     sketch.distinct_merge(halves[0], halves[1])
     assert halves[0] == big
     assert sketch.mix64(0) == 0xE220A8397B1DCDAF  # splitmix64 reference value
+
+
+def _nearest_rank(buckets: dict[int, int], q: float, low: int, high: int) -> int:
+    """The definition, one quantile at a time: the bucket holding rank ceil(q × n)."""
+    rank = max(1, math.ceil(round(q * 1000) * sum(buckets.values()) / 1000))
+    seen = 0
+    for key in sorted(buckets):
+        seen += buckets[key]
+        if seen >= rank:
+            return min(high, max(low, sketch.bucket_value(key)))
+    return high
+
+
+def test_quantiles_in_one_walk_equal_the_definition() -> None:
+    rng = random.Random(11)
+    levels = (0.001, 0.5, 0.5, 0.95, 0.99, 1.0)
+    for _ in range(2000):
+        buckets: dict[int, int] = {}
+        sketch.add_counted(buckets, ((rng.randrange(-50, 10**9), rng.randrange(1, 9))
+                                     for _ in range(rng.randrange(1, 6))))  # fmt: skip
+        low, high = rng.randrange(-60, 5), rng.randrange(5, 2 * 10**9)
+        want = [_nearest_rank(buckets, q, low, high) for q in levels]
+        assert sketch.quantiles(buckets, levels, low, high) == want, (buckets, low, high)
+        assert [sketch.quantile(buckets, q, low, high) for q in levels] == want

@@ -106,6 +106,9 @@ class Metric:
     def quantile(self, q: float) -> int:
         return sketch.quantile(self.buckets, q, self.low, self.high)
 
+    def quantiles(self, qs: Sequence[float]) -> list[int]:
+        return sketch.quantiles(self.buckets, qs, self.low, self.high)
+
 
 @dataclass(slots=True)
 class Sample:
