@@ -1,4 +1,5 @@
 # Type stub for the extension built from native/src/python.rs.
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +44,25 @@ def range_handle(
     context_known: bool,
     server_salt: int,
     release: bool = False,
+    since: bytes | None = None,
+    until: bytes | None = None,
+    keep_event: Callable[[bytes | None, bytes | None, bytes | None], bool] | None = None,
+    keep_class: Callable[[bytes], bool] | None = None,
+    needs_db: bool = False,
+    max_events: int | None = None,
 ) -> Range: ...
 
 class Range:
     end: int
     newlines: int
+    deferred_events: int
 
 class Total:
     events: int
     no_statement: int
+    filtered: int
     malformed: int
+    def context(self) -> tuple[bytes | None, bytes | None]: ...
     def __init__(self, max_classes: int) -> None: ...
     def __len__(self) -> int: ...
     def add(self, range: Range, file: int, line_base: int, server: str | None = None) -> None: ...

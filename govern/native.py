@@ -119,8 +119,15 @@ def range_handle(
     context_known: bool,
     server_salt: int,
     release: bool = False,
+    **filtering: Any,
 ) -> Any:
-    """:func:`digest_range`, its result left in Rust (a ``Range`` for :func:`new_total`)."""
+    """:func:`digest_range`, its result left in Rust (a ``Range`` for :func:`new_total`).
+
+    ``filtering``: ``since``/``until`` (bytes), ``keep_event(db, user, host)`` and
+    ``keep_class(fingerprint)`` (callables), ``needs_db``, ``max_events`` (the
+    reader's first events only: a range's deferred head). See
+    govern/digest/native_total.py.
+    """
     return _require().range_handle(
         data,
         start,
@@ -132,6 +139,7 @@ def range_handle(
         context_known,
         server_salt,
         release,
+        **filtering,
     )
 
 

@@ -19,6 +19,7 @@ same from the environment).
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,11 @@ from digest_support import record_workload
 
 import govern.digest.runner as runner
 from govern import native
+from govern.digest.filters import parse_filters
+from govern.digest.native_total import NativePartial
 from govern.digest.result import full_document
 from govern.digest.runner import DigestOptions, digest_paths
+from govern.slowlog import normalize_time
 
 pytestmark = pytest.mark.skipif(
     not native.available(), reason="native core not built (no cargo) or GOVERN_NATIVE=0"
@@ -64,6 +68,43 @@ def assert_engines_agree(path: Path, monkeypatch: pytest.MonkeyPatch, segments: 
         assert document(path, monkeypatch, python=False, jobs=1, **options) == want, options
 
 
+def filter_cases(data: bytes) -> list[dict[str, Any]]:
+    """--since/--until/--filter options that cut into this log: times from its own
+    ``# Time:`` lines, its first db and user, a fingerprint pattern and a query ID."""
+
+    def filtered(*texts: str, **more: Any) -> dict[str, Any]:
+        return {"filters": parse_filters(list(texts)), "filter_texts": list(texts), **more}
+
+    stamps = {normalize_time(raw) for raw in re.findall(rb"^# Time: (.+)$", data, re.M)}
+    times = sorted(t for t in stamps if t is not None)
+    cases = [filtered("fingerprint~^(select|insert)"), filtered("id!=0", "fingerprint!=*t1*")]
+    if times:
+        middle, late = times[len(times) // 2], times[3 * len(times) // 4]
+        cases += [{"since": middle}, {"since": times[0], "until": late}, {"until": middle}]
+    dbs = re.findall(rb"^use `?(\w+)`?;|Schema: `?(\w+)", data, re.M)
+    db = next((a or b for a, b in dbs), None)
+    if db:
+        cases += [filtered(f"db={db.decode()}"), filtered(f"db!={db.decode()}", "db~.")]
+        if times:
+            cases.append(filtered(f"db={db.decode()}", "id!=0", since=times[len(times) // 3]))
+    user = re.search(rb"^# User@Host: (\w+)", data, re.M)
+    if user:
+        cases.append(filtered(f"user!={user[1].decode()}", "host=*"))
+    return cases
+
+
+def assert_filters_agree(path: Path, monkeypatch: pytest.MonkeyPatch, segments: list[int]) -> None:
+    """With filters, the core (ranges that defer their head until the context before them
+    is known, merged after it) gives the Python engine's JSON."""
+    for options in filter_cases(path.read_bytes()):
+        reference = document(path, monkeypatch, python=True, jobs=1, **options)
+        shown = {k: v for k, v in options.items() if k != "filters"}
+        assert document(path, monkeypatch, python=False, jobs=1, **options) == reference, shown
+        for segment in segments:
+            got = document(path, monkeypatch, python=False, jobs=2, segment=segment, **options)
+            assert got == reference, (shown, segment)
+
+
 @pytest.mark.parametrize("name", [str(p) for p in CORPUS_FILES] or ["(no corpus)"])
 def test_corpus_same_json(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     path = require_corpus() / name
@@ -71,9 +112,17 @@ def test_corpus_same_json(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert_engines_agree(path, monkeypatch, [700, 5000] if small else [65536, 1_000_000])
 
 
+@pytest.mark.parametrize("name", [str(p) for p in CORPUS_FILES] or ["(no corpus)"])
+def test_corpus_filtered_same_json(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = require_corpus() / name
+    small = path.stat().st_size < 200_000
+    assert_filters_agree(path, monkeypatch, [700] if small else [65536])
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.log")))
 def test_format_samples_same_json(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert_engines_agree(DATA / name, monkeypatch, [100, 500])
+    assert_filters_agree(DATA / name, monkeypatch, [100])
 
 
 def odd_log(seed: int) -> bytes:
@@ -154,6 +203,7 @@ def test_odd_logs_same_json(seed: int, tmp_path: Path, monkeypatch: pytest.Monke
     path = tmp_path / f"odd-{seed}.log"
     path.write_bytes(odd_log(seed))
     assert_engines_agree(path, monkeypatch, [150, 2000])
+    assert_filters_agree(path, monkeypatch, [150])
 
 
 @pytest.mark.server
@@ -163,6 +213,7 @@ def test_recorded_mariadb_log_same_json(
     path = record_workload(mariadb, tmp_path / "slow.log")
     assert path.stat().st_size > 100_000
     assert_engines_agree(path, monkeypatch, [20_000])
+    assert_filters_agree(path, monkeypatch, [20_000])
 
 
 def many_classes_log(classes: int) -> bytes:
@@ -232,3 +283,25 @@ def test_segments_grow_for_few_classes_and_shrink_for_many(
         reference = document(path, monkeypatch, python=True, jobs=1)
         assert document(path, monkeypatch, python=False, jobs=2) == reference, classes
         assert chosen[0] == 4000 and want in chosen and never not in chosen, (classes, chosen)
+
+
+def test_filtered_digests_run_in_the_core(tmp_path: Path) -> None:
+    """--since/--until/--filter no longer send a digest back to the Python engine."""
+    path = tmp_path / "odd.log"
+    path.write_bytes(odd_log(5))
+    options = DigestOptions(jobs=2, segment=150, since="2024-07-01 01:00:00")
+    options.filters = parse_filters(["db!=app"])
+    digest = digest_paths([str(path)], options)
+    assert isinstance(digest.partial, NativePartial)
+    assert digest.partial.filtered > 0 and digest.partial.events > 0
+
+
+def test_an_exception_in_a_filter_is_raised_not_swallowed() -> None:
+    data = DATA.joinpath("mariadb.log").read_bytes()
+
+    def refuse(fingerprint: bytes) -> bool:
+        raise RuntimeError(f"no: {fingerprint[:10]!r}")
+
+    with pytest.raises(RuntimeError, match="no: "):
+        native.range_handle(data, 0, len(data), len(data), 100, None, None, True, 0,
+                            keep_class=refuse)  # fmt: skip

@@ -21,8 +21,8 @@ from typing import Any, overload
 
 from govern import native
 from govern.digest.aggregate import ClassAgg, ClassKey, Malformed
-from govern.digest.decode import malformed_reason
-from govern.digest.engine import host_salt
+from govern.digest.decode import malformed_reason, text
+from govern.digest.engine import EngineOptions, host_salt
 from govern.digest.native_engine import _class
 from govern.progress import Progress
 
@@ -35,7 +35,7 @@ class NativePartial:
     def __init__(self, total: Any) -> None:
         self._total = total
         self.events: int = total.events
-        self.filtered = 0
+        self.filtered: int = total.filtered
         self.no_statement: int = total.no_statement
         self.malformed: int = total.malformed
         self.malformed_kept = [
@@ -118,9 +118,10 @@ class Keys(Sequence[ClassKey]):
 class NativeMerger:
     """The runner's merger for the core: ranges into ``native.Total``, in input order."""
 
-    def __init__(self, max_classes: int) -> None:
-        self.total = native.new_total(max_classes)
-        self.max_classes = max_classes
+    def __init__(self, options: EngineOptions) -> None:
+        self.total = native.new_total(options.max_classes)
+        self.max_classes = options.max_classes
+        self.filtering = filter_arguments(options)
         self.lines: dict[int, int] = {}  # file -> lines before the next segment
         self.reached: dict[int, int] = {}  # file -> where reading stopped (absolute)
         self.merged_bytes = 0  # input bytes whose ranges are merged
@@ -132,6 +133,19 @@ class NativeMerger:
         self.reached[file] = base + result.end
         self.total.add(result, file, lines, host)
 
+    def add_head(self, file: int, host: str | None, head: Any) -> None:
+        """The deferred head of the next range, digested with the context: merged just
+        before the range, its lines counted from the same start, no line or byte of the
+        input counted twice."""
+        self.total.add(head, file, self.lines.get(file, 0), host)
+
+    def context(self) -> tuple[bytes | None, bytes | None]:
+        """The last ts (text) and db the merged ranges leave to the next one."""
+        ts: bytes | None
+        db: bytes | None
+        ts, db = self.total.context()
+        return ts, db
+
     def class_count(self) -> int:
         return len(self.total)
 
@@ -140,22 +154,59 @@ class NativeMerger:
         return NativePartial(self.total)
 
 
+def filter_arguments(options: EngineOptions) -> dict[str, Any]:
+    """``--since``, ``--until`` and ``--filter`` as ``native.range_handle`` takes them: the
+    core compares times itself and asks ``filters.py`` about each distinct db, user and
+    host and each fingerprint, so globs and regular expressions mean what they mean in
+    Python."""
+    filters = options.filters
+    arguments: dict[str, Any] = {
+        "since": None if options.since is None else options.since.encode(),
+        "until": None if options.until is None else options.until.encode(),
+    }
+    if filters is not None:
+        arguments["needs_db"] = filters.needs_db
+        if filters.on_events:
+
+            def keep_event(db: bytes | None, user: bytes | None, host: bytes | None) -> bool:
+                return filters.keep_event(
+                    *(None if v is None else text(v) for v in (db, user, host))
+                )
+
+            arguments["keep_event"] = keep_event
+        if filters.on_classes:
+            arguments["keep_class"] = filters.keep_class
+    return arguments
+
+
 def run_range(
-    data: mmap.mmap | bytes, low: int, high: int, first: bool, max_classes: int, host: str | None
+    data: mmap.mmap | bytes,
+    low: int,
+    high: int,
+    merger: NativeMerger,
+    host: str | None,
+    *,
+    first: bool = False,
+    context: tuple[bytes | None, bytes | None] | None = None,
+    max_events: int | None = None,
 ) -> Any:
     """One range through the core, left in Rust. Only the digest's very first range
-    knows what came before it (nothing); the merge settles the others."""
+    knows what came before it (nothing), and a deferred head is given its ``context``;
+    the merge settles the others."""
+    ts, db = context or (None, None)
     return native.range_handle(
         data,
         low,
         high,
         len(data),
-        max_classes,
-        None,
-        None,
-        first,
+        merger.max_classes,
+        ts,
+        db,
+        first or context is not None,
         host_salt(host),
         isinstance(data, mmap.mmap),
+        max_events=max_events,
+        **merger.filtering,
     )
 
 
@@ -174,7 +225,7 @@ def run_jobs(
 
     def start(job: Job) -> Callable[[], Any]:
         _file, _base, host, low, high, first, data, _size = job
-        return lambda: run_range(data, low, high, first, merger.max_classes, host)
+        return lambda: run_range(data, low, high, merger, host, first=first)
 
     def accept(job: Job, result: Any) -> None:
         file, base, host, low, high, _first, data, size = job
@@ -182,8 +233,14 @@ def run_jobs(
         if reached is not None and not (base == 0 and low == 0):
             skip = max(0, reached - (base + low))
             if skip:
-                redo = (low + skip, max(high, low + skip))
-                result = run_range(data, *redo, False, merger.max_classes, host)
+                low, high = low + skip, max(high, low + skip)
+                result = run_range(data, low, high, merger, host)
+        if result.deferred_events:
+            head = run_range(
+                data, low, high, merger, host, context=merger.context(),
+                max_events=result.deferred_events,
+            )  # fmt: skip
+            merger.add_head(file, host, head)
         merger.add(file, base, host, result, size)
         if bar is not None:
             bar.advance(size)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.pool import AsyncResult, Pool
 
-from govern.digest import native_engine
+from govern import native
 from govern.digest.aggregate import ClassSource, Partial, close_runs, merge
 from govern.digest.engine import (
     Context,
@@ -284,7 +284,7 @@ def digest_paths(arguments: list[str], options: DigestOptions | None = None) -> 
         Source(item.name, item.host, item.size or 0, item.compression, item.problems)
         for item in inputs
     ]
-    if native_engine.usable(options.engine(None)):
+    if native.available():
         partial = _digest_native(inputs, options, jobs if parallel else 1, total_size)
         return _digest(partial, sources, options)
     segments = _all_segments(inputs, options, jobs if parallel else 1)
@@ -334,7 +334,7 @@ def _digest_native(
     """The core's path: segments on threads, merged in order inside the core."""
     maps: dict[str, mmap.mmap | bytes] = {}
 
-    merger = NativeMerger(options.max_classes)
+    merger = NativeMerger(options.engine(None))
 
     def segment_bytes() -> int:
         return options.segment or native_segment(merger.class_count(), merger.merged_bytes)
@@ -378,8 +378,8 @@ def digest_bytes(
     check_text(name, data[:65536])
     engine = options.engine(options.host)
     sources = [Source(name, options.host, len(data))]
-    if native_engine.usable(engine):
-        native_merger = NativeMerger(options.max_classes)
+    if native.available():
+        native_merger = NativeMerger(engine)
         job = (0, 0, options.host, 0, len(data), True, data, len(data))
         run_jobs(iter([job]), native_merger, 1, None)
         return _digest(native_merger.finish(), sources, options)

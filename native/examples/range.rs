@@ -8,8 +8,7 @@ fn main() {
     let data = std::fs::read(&args[1]).expect("read");
     let limit = args.get(2).map_or(data.len(), |m| (m.parse::<usize>().unwrap() << 20).min(data.len()));
     let repeat: usize = args.get(3).map_or(1, |r| r.parse().unwrap());
-    let options =
-        RangeOptions { max_classes: 10_000, context_ts: None, context_db: None, context_known: true, server_salt: 0 };
+    let options = RangeOptions { context_known: true, ..Default::default() };
     for _ in 0..repeat {
         let t = std::time::Instant::now();
         let r = digest_range(&data[..limit], 0, limit, limit, &options, false);

@@ -46,6 +46,7 @@ fn main() {
             context_db: None,
             context_known: first,
             server_salt: 0,
+            ..Default::default()
         };
         let r = digest_range(&data, start, stop, data.len(), &options, false);
         start = r.end.max(stop);

@@ -11,7 +11,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::collections::HashMap;
 
 use crate::aggregate::Interner;
-use crate::range::{Bad, RangeDigest, RangeOptions, Run};
+use crate::range::{Bad, Filters, RangeDigest, RangeOptions, Run};
 use crate::total::Total;
 
 use crate::aggregate::{ClassStats, Kind};
@@ -192,7 +192,8 @@ fn digest_range<'py>(
     server_salt: u64,
     release: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let options = RangeOptions { max_classes, context_ts, context_db, context_known, server_salt };
+    let options =
+        RangeOptions { max_classes, context_ts, context_db, context_known, server_salt, ..Default::default() };
     let result = run_range(py, data, start, stop, end, &options, release)?;
     range_to_tuple(py, &result)
 }
@@ -438,11 +439,23 @@ struct Range {
     /// Newlines from the range's start to `end`.
     #[pyo3(get)]
     newlines: u64,
+    /// The reader's first events, left out until the context before the range is known:
+    /// digest them again with it (`max_events`) and merge that first.
+    #[pyo3(get)]
+    deferred_events: u64,
 }
 
 /// `digest_range`, kept in Rust: the runner hands the result to `Total.add`.
+///
+/// `since`/`until` (`YYYY-MM-DD HH:MM:SS`) bound the events' inherited ts;
+/// `keep_event(db, user, host)` (bytes or None) and `keep_class(fingerprint)` decide the
+/// `--filter` conditions (asked once per distinct value; an exception they raise is
+/// raised here); `needs_db` says a condition reads the inherited db. `max_events`
+/// digests only the reader's first events.
 #[pyfunction]
-#[pyo3(signature = (data, start, stop, end, max_classes, context_ts, context_db, context_known, server_salt, release=false))]
+#[pyo3(signature = (data, start, stop, end, max_classes, context_ts, context_db, context_known, server_salt,
+                    release=false, since=None, until=None, keep_event=None, keep_class=None, needs_db=false,
+                    max_events=None))]
 #[allow(clippy::too_many_arguments)]
 fn range_handle(
     py: Python<'_>,
@@ -456,10 +469,58 @@ fn range_handle(
     context_known: bool,
     server_salt: u64,
     release: bool,
+    since: Option<&[u8]>,
+    until: Option<&[u8]>,
+    keep_event: Option<Py<PyAny>>,
+    keep_class: Option<Py<PyAny>>,
+    needs_db: bool,
+    max_events: Option<u64>,
 ) -> PyResult<Range> {
-    let options = RangeOptions { max_classes, context_ts, context_db, context_known, server_salt };
+    // The first exception a filter raises; the digest goes on and it is raised after.
+    let failure: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+    let ask = |f: &Py<PyAny>, args: Vec<Option<&[u8]>>| -> bool {
+        Python::attach(|py| {
+            let args = PyTuple::new(py, args.into_iter().map(|a| a.map(|b| PyBytes::new(py, b))))?;
+            f.call1(py, args)?.is_truthy(py)
+        })
+        .unwrap_or_else(|err| {
+            failure.lock().unwrap().get_or_insert(err);
+            true
+        })
+    };
+    let event_fn = |db: Option<&[u8]>, user: Option<&[u8]>, host: Option<&[u8]>| {
+        keep_event.as_ref().is_none_or(|f| ask(f, vec![db, user, host]))
+    };
+    let class_fn = |fp: &[u8]| keep_class.as_ref().is_none_or(|f| ask(f, vec![Some(fp)]));
+    let filters = Filters {
+        on_events: keep_event.is_some(),
+        on_classes: keep_class.is_some(),
+        needs_db,
+        keep_event: &event_fn,
+        keep_class: &class_fn,
+    };
+    let filtering = keep_event.is_some() || keep_class.is_some() || needs_db;
+    let options = RangeOptions {
+        max_classes,
+        context_ts,
+        context_db,
+        context_known,
+        server_salt,
+        since,
+        until,
+        filters: filtering.then_some(&filters),
+        max_events,
+    };
     let result = run_range(py, data, start, stop, end, &options, release)?;
-    Ok(Range { end: result.end, newlines: result.newlines, inner: Some(result) })
+    if let Some(err) = failure.into_inner().unwrap() {
+        return Err(err);
+    }
+    Ok(Range {
+        end: result.end,
+        newlines: result.newlines,
+        deferred_events: result.deferred_events,
+        inner: Some(result),
+    })
 }
 
 /// Ranges merged in input order (`crate::total`); classes are handed out one at a time
@@ -508,6 +569,17 @@ impl PyTotal {
     #[getter]
     fn no_statement(&self) -> u64 {
         self.inner.no_statement
+    }
+
+    #[getter]
+    fn filtered(&self) -> u64 {
+        self.inner.filtered
+    }
+
+    /// What the next range inherits: the last `ts` (text) and db seen, as bytes.
+    fn context<'py>(&self, py: Python<'py>) -> (Bound<'py, PyAny>, Bound<'py, PyAny>) {
+        let t = &self.inner;
+        (opt_bytes(py, t.last_ts.as_ref().map(|ts| ts.as_bytes())), opt_bytes(py, t.last_db.map(|d| t.texts.get(d))))
     }
 
     #[getter]

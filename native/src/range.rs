@@ -371,6 +371,10 @@ pub enum Bad {
 }
 
 const OTHER: u32 = u32::MAX;
+/// `class_of` of a fingerprint no kept event has had yet (its class is made by the first).
+const UNSEEN: u32 = u32::MAX - 1;
+/// `class_of` of a fingerprint a `--filter` on fingerprints or ids leaves out.
+const DROPPED: u32 = u32::MAX - 2;
 
 /// The result of one range.
 pub struct RangeDigest {
@@ -386,6 +390,11 @@ pub struct RangeDigest {
     pub texts: Interner,
     pub events: u64,
     pub no_statement: u64,
+    /// Events `--since`, `--until` or `--filter` left out.
+    pub filtered: u64,
+    /// The reader's first events that needed the context before the range (engine.py's
+    /// `deferred`): left out here, digested again by the merge once the context is known.
+    pub deferred_events: u64,
     pub malformed: Vec<(u64, u64, Bad)>,
     pub minutes: Vec<(Ts, u64, i128)>,
     minute_index: HashMap<[u8; 16], usize>,
@@ -410,7 +419,61 @@ pub struct RangeOptions<'a> {
     pub context_known: bool,
     /// `zlib.crc32(server) << 32` for a `--host` label, else 0.
     pub server_salt: u64,
+    /// `--since` and `--until` as `YYYY-MM-DD HH:MM:SS`: events at or after, before.
+    pub since: Option<&'a [u8]>,
+    pub until: Option<&'a [u8]>,
+    pub filters: Option<&'a Filters<'a>>,
+    /// Digest only the first this-many events the reader gives: a range's deferred head,
+    /// digested again with its context (`RangeDigest::deferred_events`).
+    pub max_events: Option<u64>,
 }
+
+impl Default for RangeOptions<'_> {
+    fn default() -> Self {
+        RangeOptions {
+            max_classes: 10_000,
+            context_ts: None,
+            context_db: None,
+            context_known: false,
+            server_salt: 0,
+            since: None,
+            until: None,
+            filters: None,
+            max_events: None,
+        }
+    }
+}
+
+impl RangeOptions<'_> {
+    /// Filters read the inherited ts (engine.py `needs_ts`).
+    fn needs_ts(&self) -> bool {
+        self.since.is_some() || self.until.is_some()
+    }
+
+    fn needs_db(&self) -> bool {
+        self.filters.is_some_and(|f| f.needs_db)
+    }
+}
+
+/// `--filter` conditions, decided by the caller (govern/digest/filters.py: Python's glob
+/// and regular expressions); a range asks once per distinct (db, user, host) and once per
+/// fingerprint.
+pub struct Filters<'a> {
+    /// Conditions on db, user or host; `keep_event` decides them.
+    pub on_events: bool,
+    /// Conditions on the fingerprint or query ID; `keep_class` decides them.
+    pub on_classes: bool,
+    /// A condition on db (which events inherit from the ones before them).
+    pub needs_db: bool,
+    pub keep_event: &'a KeepEvent<'a>,
+    pub keep_class: &'a KeepClass<'a>,
+}
+
+/// Keep an event of this db, user and host (each as the log wrote it, db without
+/// backticks)?
+pub type KeepEvent<'a> = dyn Fn(Option<&[u8]>, Option<&[u8]>, Option<&[u8]>) -> bool + Sync + 'a;
+/// Keep the events of this fingerprint?
+pub type KeepClass<'a> = dyn Fn(&[u8]) -> bool + Sync + 'a;
 
 struct Ids {
     query_length: u16,
@@ -516,6 +579,32 @@ fn strip_quoted(arg: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&arg[i..]);
 }
 
+/// What an event's head says before it is aggregated (engine.py `_aggregate`, first
+/// lines): a record cut short by the end of the input (no statement, or only spaces) is
+/// malformed, an event without a statement is dropped as pt does, a Query_time that is
+/// not a non-negative number makes it malformed.
+enum Head<'e> {
+    Truncated,
+    NoStatement,
+    BadQueryTime(&'e [u8]),
+    Statement(&'e [u8], Option<i128>),
+}
+
+fn head<'e>(ev: &'e Event) -> Head<'e> {
+    let arg = match ev.arg() {
+        a if ev.at_end && a.is_none_or(|a| a.iter().all(|&b| is_py_space(b))) => return Head::Truncated,
+        Some(a) if truthy(a) => a,
+        _ => return Head::NoStatement,
+    };
+    match ev.known(Known::QueryTime) {
+        None => Head::Statement(arg, None),
+        Some(raw) => match classify(raw) {
+            Typed::Num(v) if v >= 0 => Head::Statement(arg, Some(v)),
+            _ => Head::BadQueryTime(raw),
+        },
+    }
+}
+
 /// `texts.id(v)`, first checking the id `last` gave the previous time.
 #[inline]
 fn text_id(texts: &mut Interner, last: &mut Option<u32>, v: &[u8]) -> u32 {
@@ -565,6 +654,10 @@ struct Digester<'o> {
     scratch: Vec<u8>,
     /// The last ids of user, host and db (consecutive events mostly repeat them).
     last_texts: [Option<u32>; 3],
+    /// The range's first events wait for the context before it (engine.py `deferring`).
+    deferring: bool,
+    /// `keep_event` of each (db, user, host) ids asked so far (`u32::MAX`: none).
+    kept_events: HashMap<(u32, u32, u32), bool>,
 }
 
 impl<'o> Digester<'o> {
@@ -592,6 +685,8 @@ impl<'o> Digester<'o> {
                 texts,
                 events: 0,
                 no_statement: 0,
+                filtered: 0,
+                deferred_events: 0,
                 malformed: Vec::new(),
                 minutes: Vec::new(),
                 minute_index: HashMap::default(),
@@ -616,6 +711,8 @@ impl<'o> Digester<'o> {
             ts_cache: (Vec::new(), Ts::from(b"")),
             scratch: Vec::new(),
             last_texts: [None; 3],
+            deferring: !options.context_known && (options.needs_ts() || options.needs_db()),
+            kept_events: HashMap::default(),
         }
     }
 
@@ -631,35 +728,9 @@ impl<'o> Digester<'o> {
         }
     }
 
-    fn add(&mut self, ev: &Event) {
-        let offset = ev.offset;
-        // A record cut short by the end of the input (no statement, or only spaces)
-        // is malformed; an event without a statement is dropped, as pt does.
-        let arg = match ev.arg() {
-            a if ev.at_end && a.is_none_or(|a| a.iter().all(|&b| is_py_space(b))) => {
-                self.r.no_statement += 1;
-                let line = self.line_at(offset);
-                self.r.malformed.push((offset, line, Bad::Truncated));
-                return;
-            }
-            Some(a) if truthy(a) => a,
-            _ => {
-                self.r.no_statement += 1;
-                return;
-            }
-        };
-        let query_time = match ev.known(Known::QueryTime) {
-            None => None,
-            Some(raw) => match classify(raw) {
-                Typed::Num(v) if v >= 0 => Some(v),
-                _ => {
-                    let line = self.line_at(offset);
-                    self.r.malformed.push((offset, line, Bad::QueryTime(raw.to_vec())));
-                    return;
-                }
-            },
-        };
-        // pt's --inherit-attributes db,ts
+    /// pt's --inherit-attributes db,ts: an event's own `# Time:` and db become the
+    /// range's last ones.
+    fn inherit(&mut self, ev: &Event) {
         if let Some(raw) = ev.known(Known::Ts) {
             if self.ts_cache.0 != raw {
                 self.ts_cache.0.clear();
@@ -673,22 +744,102 @@ impl<'o> Digester<'o> {
             self.r.last_db = Some(text_id(&mut self.r.texts, &mut self.last_texts[2], strip_backticks(raw)));
             self.r.db_known = true;
         }
+    }
+
+    /// While the range waits for its context: does `ev` end the wait (then it is digested
+    /// as any other)? Events before it are left to the merge, all of them, as engine.py
+    /// defers its records; they still pass on what they inherit, as there.
+    fn ends_deferral(&mut self, ev: &Event) -> bool {
+        if !matches!(head(ev), Head::Statement(..)) {
+            return false;
+        }
+        self.inherit(ev);
+        let o = self.options;
+        if (o.needs_ts() && !self.r.ts_known) || (o.needs_db() && !self.r.db_known) {
+            return false;
+        }
+        self.deferring = false;
+        true
+    }
+
+    /// engine.py `_keep`: `--since`, `--until` and the `--filter` conditions on db, user
+    /// and host (those on the class are asked once per fingerprint, in `add`).
+    fn keep(&mut self, ts: Option<Ts>, db: Option<u32>, user: Option<u32>, host: Option<u32>) -> bool {
+        let o = self.options;
+        if o.since.is_some_and(|since| ts.is_none_or(|t| t.as_bytes() < since)) {
+            return false;
+        }
+        if o.until.is_some_and(|until| ts.is_none_or(|t| t.as_bytes() >= until)) {
+            return false;
+        }
+        let Some(f) = o.filters.filter(|f| f.on_events) else { return true };
+        let key = (db.unwrap_or(u32::MAX), user.unwrap_or(u32::MAX), host.unwrap_or(u32::MAX));
+        if let Some(&kept) = self.kept_events.get(&key) {
+            return kept;
+        }
+        let texts = &self.r.texts;
+        let kept = (f.keep_event)(db.map(|v| texts.get(v)), user.map(|v| texts.get(v)), host.map(|v| texts.get(v)));
+        self.kept_events.insert(key, kept);
+        kept
+    }
+
+    fn add(&mut self, ev: &Event) {
+        if self.deferring && !self.ends_deferral(ev) {
+            return;
+        }
+        let offset = ev.offset;
+        let (arg, query_time) = match head(ev) {
+            Head::Truncated => {
+                self.r.no_statement += 1;
+                let line = self.line_at(offset);
+                self.r.malformed.push((offset, line, Bad::Truncated));
+                return;
+            }
+            Head::NoStatement => {
+                self.r.no_statement += 1;
+                return;
+            }
+            Head::BadQueryTime(raw) => {
+                let line = self.line_at(offset);
+                self.r.malformed.push((offset, line, Bad::QueryTime(raw.to_vec())));
+                return;
+            }
+            Head::Statement(arg, query_time) => (arg, query_time),
+        };
+        self.inherit(ev);
         let (ts, db) = (self.r.last_ts, self.r.last_db);
         let (ts_known, db_known) = (self.r.ts_known, self.r.db_known);
+        let [last_user, last_host, _] = &mut self.last_texts;
+        let user = ev.known(Known::User).map(|u| text_id(&mut self.r.texts, last_user, u));
+        let host = ev.known(Known::Host).map(|h| text_id(&mut self.r.texts, last_host, h));
+        if !self.keep(ts, db, user, host) {
+            self.r.filtered += 1;
+            return;
+        }
 
-        // The class: first `max_classes` fingerprints of the range, the rest `other`.
+        // The class: first `max_classes` fingerprints of the range's kept events, the rest
+        // `other`.
         let fingerprint = self.fp.fingerprint(arg);
         let fp_id = self.r.fingerprints.id(fingerprint);
         if fp_id as usize == self.r.class_of.len() {
-            if self.r.classes.len() < self.options.max_classes {
-                self.r.class_of.push(self.r.classes.len() as u32);
+            let kept = self.options.filters.is_none_or(|f| !f.on_classes || (f.keep_class)(fingerprint));
+            self.r.class_of.push(if kept { UNSEEN } else { DROPPED });
+        }
+        let mut slot = self.r.class_of[fp_id as usize];
+        if slot == DROPPED {
+            self.r.filtered += 1;
+            return;
+        }
+        if slot == UNSEEN {
+            slot = if self.r.classes.len() < self.options.max_classes {
                 let kind = statement_kind(fingerprint);
                 self.r.classes.push((fp_id, Class { kind, ..Class::default() }));
+                (self.r.classes.len() - 1) as u32
             } else {
-                self.r.class_of.push(OTHER);
-            }
+                OTHER
+            };
+            self.r.class_of[fp_id as usize] = slot;
         }
-        let slot = self.r.class_of[fp_id as usize];
         self.r.events += 1;
         if let Some(qt) = query_time {
             match ts {
@@ -789,9 +940,6 @@ impl<'o> Digester<'o> {
         if let Some(d) = db {
             class.string(db_attr, d);
         }
-        let [last_user, last_host, _] = &mut self.last_texts;
-        let user = ev.known(Known::User).map(|u| text_id(&mut r.texts, last_user, u));
-        let host = ev.known(Known::Host).map(|h| text_id(&mut r.texts, last_host, h));
         if let Some(u) = user {
             class.string(user_attr, u);
         }
@@ -938,15 +1086,25 @@ pub fn digest_range(
     parser.set_input_end(end == data.len());
     let mut d = Digester::new(options, data, start);
     let mut released = start;
+    let mut events = 0u64;
     loop {
         if parser.pos() >= stop && !parser.has_pending() {
             break;
         }
-        match parser.next_event() {
-            Some(ev) => d.add(&ev),
-            None => break,
+        if options.max_events.is_some_and(|most| events >= most) {
+            break;
         }
-        for offset in parser.take_skipped() {
+        let Some(ev) = parser.next_event() else { break };
+        events += 1;
+        let deferring = d.deferring;
+        d.add(&ev);
+        let skipped = parser.take_skipped();
+        if deferring && d.deferring {
+            // This event and the records the reader skipped with it: the merge's.
+            d.r.deferred_events += 1;
+            continue;
+        }
+        for offset in skipped {
             d.r.no_statement += 1;
             let line = d.line_at(offset as u64);
             d.r.malformed.push((offset as u64, line, Bad::Truncated));
@@ -973,7 +1131,9 @@ pub fn digest_range(
     r.end = end_pos;
     r.newlines = d.line - 1;
     if release {
-        drop_pages(data, released, end_pos);
+        // The whole range, also past where a deferred head's reader stopped: the page cache
+        // maps a file in large folios, and what a head touched again would stay mapped.
+        drop_pages(data, released, end_pos.max(stop.min(end)));
     }
     r
 }

@@ -91,6 +91,8 @@ pub struct Total {
     pub other: Option<Class>,
     pub events: u64,
     pub no_statement: u64,
+    /// Events `--since`, `--until` or `--filter` left out.
+    pub filtered: u64,
     pub malformed: u64,
     pub malformed_kept: Vec<Malformed>,
     pub minutes: HashMap<Ts, (u64, i128)>,
@@ -196,6 +198,7 @@ impl Total {
         }
         self.events += r.events;
         self.no_statement += r.no_statement;
+        self.filtered += r.filtered;
         self.malformed += r.malformed.len() as u64;
         let mut bad = std::mem::take(&mut r.malformed);
         // native_engine.py sorts a range's malformed events by (offset, reason, line).

@@ -8,7 +8,7 @@ use govern_native::records::Separators;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let known = RangeOptions { max_classes: usize::MAX, context_ts: None, context_db: None, context_known: true, server_salt: 7 };
+    let known = RangeOptions { max_classes: usize::MAX, context_known: true, server_salt: 7, ..Default::default() };
     let unknown = RangeOptions { context_known: false, ..known };
     let n = data.len();
     let whole = digest_range(data, 0, n, n, &known, false);
