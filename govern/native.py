@@ -1,27 +1,21 @@
 """govern's native digest core (Rust, ``native/``), when it is built.
 
 The core reads a slow log the way pt-query-digest does (same event boundaries, header
-attributes and fingerprints) and returns finished per-class aggregates: no Python
-object per event. It is optional: ``pip install .`` without cargo skips it, and
-callers ask :func:`available` and fall back to the pure-Python engine.
+attributes and fingerprints) and aggregates it exactly as the pure-Python engine does:
+no Python object per event. It is optional: ``pip install .`` without cargo skips it,
+and callers ask :func:`available` and fall back to the pure-Python engine.
 
-A digest stays in Rust memory (a few hundred bytes per class) and hands Python what it
-asks for: ``summary()`` (fingerprint, count, Query_time sum per class) or one class in
-full, ``class_at(i)``, as a dict of bytes and integers: numbers are micro-units (the
-Python engine's convention, docs/digest.md), ``metrics`` hold count, sum, min, max and the
-sketch's (key, count) buckets, ``flags`` (yes, count), ``values`` (value, count) pairs.
+``govern digest`` drives it through govern/digest/native_total.py: ranges of the input
+digested on threads (:func:`range_handle`, the GIL released), merged in input order by a
+:func:`new_total`, whose classes stay in Rust and are read one at a time. To digest
+files from a program, use :func:`govern.digest.runner.digest_paths`, which picks the core.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from govern._native import Digest
+from typing import Any
 
 _core: ModuleType | None
 try:
@@ -56,24 +50,6 @@ def query_id(fingerprint: bytes) -> str:
     """pt's query ID: the uppercase hex MD5 of the fingerprint (32 digits; PMM and old pt use the last 16)."""
     result: str = _require().query_id(fingerprint)
     return result
-
-
-def digest_file(
-    path: str | os.PathLike[str], threads: int = 0, max_classes: int | None = None
-) -> Digest:
-    """Digest one uncompressed log file, memory-mapped, on ``threads`` threads (0: every core).
-
-    Past ``max_classes`` distinct fingerprints (in log order), events go to ``other()``.
-    """
-    return _require().digest_file(Path(path), threads, max_classes)
-
-
-def digest_stream(chunks: Iterable[bytes], max_classes: int | None = None) -> Digest:
-    """Digest a log that arrives in pieces (stdin, a decompressed file): same result as one file."""
-    stream = _require().Stream(max_classes)
-    for chunk in chunks:
-        stream.feed(chunk)
-    return stream.finish()
 
 
 def digest_range(
@@ -146,14 +122,3 @@ def range_handle(
 def new_total(max_classes: int) -> Any:
     """An empty merged digest (native/src/total.rs): ``add`` ranges in input order."""
     return _require().Total(max_classes)
-
-
-def as_dict(digest: Digest) -> dict[str, Any]:
-    """A whole digest as plain data (for tests and small logs: every class becomes dicts)."""
-    return {
-        "events": digest.events,
-        "no_query": digest.no_query,
-        "malformed": digest.malformed,
-        "classes": [digest.class_at(i) for i in range(len(digest))],
-        "other": digest.other(),
-    }

@@ -1,9 +1,10 @@
-"""The native digest core through its Python binding (govern.native).
+"""The native digest core through its Python binding (govern.native) and the runner.
 
-The core's own differential tests (every corpus event against pt-query-digest's Perl
-code, exact parallel and streamed parts) run with ``cargo test`` in scripts/test; these
-check what Python sees: pt's classes, the same digest from a file and from a stream,
-bad input, and the fallback when the extension is not built.
+The core's own tests (every corpus event and 30,000 statements against pt-query-digest's
+Perl code, ranges merged equal the whole log, classes equal pt's) run with ``cargo test``
+in scripts/test, and tests/test_digest_native_conformance.py requires the Python engine's
+JSON from it; these check what Python sees: pt's classes, a stream digested as the file,
+the class cap, bad input, and the fallback when the extension is not built.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import require_corpus
 
 from govern import native
+from govern.digest.native_total import NativePartial
+from govern.digest.result import full_document
+from govern.digest.runner import DigestOptions, digest_paths
 
 pytestmark = pytest.mark.skipif(
     not native.available(), reason="native core not built (no cargo at install time)"
@@ -42,12 +45,25 @@ def pt_classes(path: Path) -> dict[str, tuple[int, float]]:
     }
 
 
-def native_classes(digest: Any) -> dict[str, tuple[int, float]]:
-    return {
-        fp.decode("utf-8", "surrogateescape"): (count, total / 1e6)
-        for fp, count, total in digest.summary()
-        if total is not None
-    }
+def classes_of(partial: NativePartial) -> dict[str, tuple[int, float]]:
+    """fingerprint -> (count, Query_time sum) of the classes that have a Query_time."""
+    found = {}
+    for index in range(partial.class_count()):
+        agg = partial.class_at(index)
+        if "Query_time" in agg.metrics:
+            found[agg.fingerprint.decode("utf-8", "surrogateescape")] = (
+                agg.count,
+                agg.metrics["Query_time"].total / 1e6,
+            )
+    return found
+
+
+def core_digest(data: bytes) -> NativePartial:
+    """``data`` as one range into a total: the binding alone, no runner."""
+    total = native.new_total(10_000)
+    total.add(native.range_handle(data, 0, len(data), len(data), 10_000, None, None, True, 0), 0, 0)
+    total.finish()
+    return NativePartial(total)
 
 
 def test_fingerprint_and_query_id_are_pts() -> None:
@@ -59,7 +75,9 @@ def test_fingerprint_and_query_id_are_pts() -> None:
 def test_classes_equal_pt_query_digest() -> None:
     log = require_corpus() / "mariadb" / "mixed-workload.log"
     want = pt_classes(log)
-    got = native_classes(native.digest_file(log, threads=2))
+    partial = digest_paths([str(log)], DigestOptions(jobs=2, segment=65_536)).partial
+    assert isinstance(partial, NativePartial)
+    got = classes_of(partial)
     assert got.keys() == want.keys()
     for fp, (count, total) in want.items():
         assert got[fp][0] == count, fp
@@ -67,30 +85,26 @@ def test_classes_equal_pt_query_digest() -> None:
 
 
 def test_stream_equals_file(tmp_path: Path) -> None:
+    """A compressed log goes through the stream path (blocks of bytes), a plain one is
+    mapped: the same classes and totals."""
     corpus = require_corpus()
     for log in [corpus / "mariadb" / "mixed-workload.log", corpus / "percona" / "slow002.txt"]:
-        data = log.read_bytes()
-        whole = native.as_dict(native.digest_file(log, threads=2))
-        pieces = (data[i : i + 65_537] for i in range(0, len(data), 65_537))
-        assert native.as_dict(native.digest_stream(pieces)) == whole, log
-
-
-def test_gzip_input_through_the_stream() -> None:
-    log = require_corpus() / "percona" / "slow040.txt.gz"
-    with gzip.open(log, "rb") as f:
-        digest = native.as_dict(native.digest_stream(iter(lambda: f.read(1 << 16), b"")))
-    assert digest["events"] > 0
-    assert sum(c["count"] for c in digest["classes"]) + digest["other"]["count"] == digest["events"]
+        packed = tmp_path / (log.name + ".gz")
+        packed.write_bytes(gzip.compress(log.read_bytes()))
+        options = DigestOptions(jobs=2, segment=65_537)
+        whole = json.dumps(full_document(digest_paths([str(log)], options))["classes"])
+        streamed = json.dumps(full_document(digest_paths([str(packed)], options))["classes"])
+        assert streamed.replace(str(packed), str(log)) == whole, log
 
 
 def test_class_cap_sends_the_rest_to_other() -> None:
     log = require_corpus() / "mariadb" / "mixed-workload.log"
-    full = native.as_dict(native.digest_file(log))
-    capped = native.as_dict(native.digest_file(log, max_classes=10))
-    assert [c["fingerprint"] for c in capped["classes"]] == [
-        c["fingerprint"] for c in full["classes"]
-    ][:10]
-    assert capped["other"]["count"] == sum(c["count"] for c in full["classes"][10:])
+    full = digest_paths([str(log)], DigestOptions(jobs=2)).partial
+    capped = digest_paths([str(log)], DigestOptions(jobs=2, max_classes=10)).partial
+    assert full.class_count() > 10 and capped.class_count() == 10
+    assert capped.other is not None
+    kept = sum(capped.class_at(i).count for i in range(10))
+    assert kept + capped.other.count == capped.events == full.events
 
 
 @pytest.mark.parametrize(
@@ -103,20 +117,19 @@ def test_class_cap_sends_the_rest_to_other() -> None:
     ],
     ids=["empty", "binary", "truncated", "broken-utf8"],
 )
-def test_bad_input_is_counted_not_fatal(tmp_path: Path, content: bytes) -> None:
-    path = tmp_path / "bad.log"
-    path.write_bytes(content)
-    digest = native.as_dict(native.digest_file(path))
-    assert native.as_dict(native.digest_stream([content])) == digest
+def test_bad_input_is_counted_not_fatal(content: bytes) -> None:
+    digest = core_digest(content)
+    classes = sum(digest.class_at(i).count for i in range(digest.class_count()))
+    assert classes + (digest.other.count if digest.other else 0) == digest.events
+    if content.startswith(b"# Time"):
+        assert (digest.events, digest.malformed) == (0, 1)  # the input ends inside it
     if content.startswith(b"# Query_time: 0.5"):
-        assert digest["events"] == 1
-        # "x1" is not a Query_time: that event is counted, not aggregated; its record starts at byte 48.
-        assert digest["malformed"] == (1, 48)
-
-
-def test_missing_file_is_an_os_error(tmp_path: Path) -> None:
-    with pytest.raises(OSError, match=r"nope\.log"):
-        native.digest_file(tmp_path / "nope.log")
+        assert digest.events == 1
+        # "x1" is not a Query_time: that event is counted, not aggregated; it is on line 3.
+        assert digest.malformed == 1
+        assert [(m.line, m.reason) for m in digest.malformed_kept] == [
+            (3, "Query_time is not a number: x1")
+        ]
 
 
 def test_govern_imports_without_the_extension() -> None:

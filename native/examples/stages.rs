@@ -28,6 +28,7 @@ fn main() {
     }
     println!("+fingerprint: {:.0} MB/s ({len})", mb / t.elapsed().as_secs_f64());
     let t = Instant::now();
-    let part = govern_native::parallel::digest_parts(&data, &[0, data.len()], 1, usize::MAX);
-    println!("+aggregate:   {:.0} MB/s ({} classes)", mb / t.elapsed().as_secs_f64(), part.classes.len());
+    let options = govern_native::range::RangeOptions { context_known: true, ..Default::default() };
+    let r = govern_native::range::digest_range(&data, 0, data.len(), data.len(), &options, false);
+    println!("+aggregate:   {:.0} MB/s ({} classes)", mb / t.elapsed().as_secs_f64(), r.classes.len());
 }

@@ -14,28 +14,26 @@
 //! - `fingerprint`: pt's fingerprint and query ID;
 //! - `number`: attribute values as numbers, with exact sums;
 //! - `sketch`: the mergeable quantile sketch;
-//! - `aggregate`: per-class statistics and their merge;
-//! - `digest`: pt's event pipeline into a `Part`, and the merge of parts;
+//! - `aggregate`: interned names and texts, numeric statistics;
+//! - `attributes`: which attributes are measures, counted by value, or left out;
 //! - `range`: one byte range digested as the Python engine does (every aggregate);
-//! - `hashes`: BLAKE2b-8, CRC-32 and splitmix64 for those aggregates;
-//! - `parallel`: one log split at record boundaries and digested on all cores;
-//! - `file`: a log file, memory-mapped;
-//! - `stream`: a log arriving in pieces (stdin, decompressed files);
+//! - `hashes`: CRC-32 and splitmix64 for those aggregates;
 //! - `total`: ranges merged in input order into the digest `govern digest` reports.
+//!
+//! The runner (govern/digest/runner.py, native_total.py) cuts the input at record
+//! boundaries, digests ranges on threads with the GIL released, and hands them to a
+//! `Total` in order.
 
 pub mod aggregate;
-pub mod digest;
-pub mod file;
+pub mod attributes;
 pub mod fingerprint;
 pub mod hashes;
 pub mod number;
-pub mod parallel;
 pub mod perl;
 pub mod range;
 pub mod records;
 pub mod sketch;
 pub mod slowlog;
-pub mod stream;
 pub mod total;
 
 #[cfg(feature = "python")]

@@ -18,7 +18,7 @@ use regex::bytes::Regex;
 use smallvec::SmallVec;
 
 use crate::aggregate::{Interner, NumStats};
-use crate::digest::KeyCache;
+use crate::attributes::KeyCache;
 use crate::fingerprint::Fingerprinter;
 use crate::hashes::{crc32, mix64, text_hash};
 use crate::number::{classify, Typed};

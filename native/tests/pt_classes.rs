@@ -1,5 +1,6 @@
-//! Conformance with pt-query-digest itself: on every corpus log, the classes
-//! (fingerprint → count, and the sum of Query_time) equal those of
+//! Conformance with pt-query-digest itself: on every corpus log, the classes of the
+//! range digest merged into a total (what `govern digest` reports: fingerprint → count,
+//! and the sum of Query_time) equal those of
 //! `pt-query-digest --no-version-check --output json --limit 100% FILE`.
 //! pt's report leaves out classes without a Query_time (it orders by it), so those are
 //! compared only by their absence there.
@@ -10,8 +11,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::Command;
 
-use govern_native::aggregate::Kind;
-use govern_native::parallel::{default_part_size, digest_parts, split_points};
+use govern_native::range::{digest_range, RangeOptions};
+use govern_native::total::Total;
 
 type Classes = BTreeMap<String, (u64, f64)>;
 
@@ -51,16 +52,19 @@ fn classes_equal_pt_query_digest() {
         }
         let log = common::read_log(&path);
         let want = pt_classes(&pt, &log);
-        let points = split_points(&log, default_part_size(log.len(), 2).min(1 << 20));
-        let part = digest_parts(&log, &points, 2, usize::MAX);
-        let qt = part.attrs.names(Kind::Num).iter().position(|n| *n == b"Query_time");
+        let options = RangeOptions { max_classes: usize::MAX, context_known: true, ..Default::default() };
+        let mut total = Total::new(usize::MAX);
+        total.add(digest_range(&log, 0, log.len(), log.len(), &options, false), 0, 0, None);
+        total.finish();
+        let qt = total.num_id(b"Query_time");
         let mut got = Classes::new();
-        for (fp, st) in part.classes.fingerprints.iter().zip(&part.classes.stats) {
+        for (fp, slot) in &total.classes {
+            let (fp, class) = (total.fingerprints.get(*fp), slot.get());
             // pt's JSON decodes the fingerprint's bytes as Latin-1 only when they are not
             // valid UTF-8; compare the way it prints them.
             let name = String::from_utf8(fp.to_vec()).unwrap_or_else(|_| common::latin1(fp));
-            let Some(q) = qt.and_then(|i| st.nums.get(i)).filter(|q| q.count() > 0) else { continue };
-            got.insert(name, (st.count, q.sum() as f64 / 1e6));
+            let Some(q) = qt.and_then(|i| class.nums.get(i as usize)).filter(|q| q.count() > 0) else { continue };
+            got.insert(name, (class.count, q.sum() as f64 / 1e6));
         }
         let only_pt: Vec<_> = want.keys().filter(|k| !got.contains_key(*k)).take(3).collect();
         let only_us: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).take(3).collect();
