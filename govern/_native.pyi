@@ -4,18 +4,6 @@ from typing import Any
 
 def fingerprint(query: bytes) -> bytes: ...
 def query_id(fingerprint: bytes) -> str: ...
-def digest_range(
-    data: Any,
-    start: int,
-    stop: int,
-    end: int,
-    max_classes: int,
-    context_ts: bytes | None,
-    context_db: bytes | None,
-    context_known: bool,
-    server_salt: int,
-    release: bool = False,
-) -> tuple[Any, ...]: ...
 def range_handle(
     data: Any,
     start: int,

@@ -52,38 +52,6 @@ def query_id(fingerprint: bytes) -> str:
     return result
 
 
-def digest_range(
-    data: Any,
-    start: int,
-    stop: int,
-    end: int,
-    max_classes: int,
-    context_ts: bytes | None,
-    context_db: bytes | None,
-    context_known: bool,
-    server_salt: int,
-    release: bool = False,
-) -> tuple[Any, ...]:
-    """One byte range as the Python engine digests it (see govern/digest/native_engine.py).
-
-    ``release``: ``data`` is a read-only mmap of a file, and pages already digested may be
-    dropped from resident memory (never for bytes: it would zero them).
-    """
-    result: tuple[Any, ...] = _require().digest_range(
-        data,
-        start,
-        stop,
-        end,
-        max_classes,
-        context_ts,
-        context_db,
-        context_known,
-        server_salt,
-        release,
-    )
-    return result
-
-
 def range_handle(
     data: Any,
     start: int,

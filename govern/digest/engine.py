@@ -1,10 +1,12 @@
 """The digest engine's hot loop: a byte range of a slow log in, a mergeable Partial out.
 
-:func:`digest_range` is the one seam a compiled core replaces (issue 10): it
-reads records as pt does (govern/slowlog.py), fingerprints their statements
-(govern/fingerprint.py) and aggregates them per class
-(govern/digest/aggregate.py). Its result depends only on its arguments, and its
-JSON rendering must stay identical whatever implements it.
+:func:`digest_range` reads records as pt does (govern/slowlog.py), fingerprints
+their statements (govern/fingerprint.py) and aggregates them per class
+(govern/digest/aggregate.py). It is the reference: the Rust core
+(native/src/range.rs, driven by govern/digest/native_total.py) implements the
+same range digest, and both must render identical JSON
+(tests/test_digest_native_conformance.py). Without the core, the runner runs
+this one in worker processes.
 
 Speed comes from working in batches rather than event by event: statements are
 fingerprinted a few thousand at a time in one regex pass each, and a class's
@@ -24,7 +26,6 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 from govern import sketch
-from govern.digest import native_engine
 from govern.digest.aggregate import (
     SAMPLE_LIMIT,
     ClassAgg,
@@ -715,10 +716,6 @@ def digest_range(
     """
     options = options or EngineOptions()
     context = context or Context(known=at_start)
-    if native_engine.usable(options):
-        return native_engine.digest_range(
-            data, start, stop, end=end, file=file, options=options, context=context
-        )
     with _without_cycle_collector():
         records, reached = read_records(data, start, stop, at_start=at_start, end=end)
         digester = Digester(options, context, file)

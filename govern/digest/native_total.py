@@ -20,10 +20,18 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, overload
 
 from govern import native
-from govern.digest.aggregate import ClassAgg, ClassKey, Malformed
-from govern.digest.decode import malformed_reason, text
+from govern.digest.aggregate import (
+    OTHER_VALUE,
+    ClassAgg,
+    ClassKey,
+    Fit,
+    Malformed,
+    Metric,
+    Runs,
+    Sample,
+)
+from govern.digest.decode import label, malformed_reason, text
 from govern.digest.engine import EngineOptions, host_salt
-from govern.digest.native_engine import _class
 from govern.progress import Progress
 
 
@@ -47,7 +55,7 @@ class NativePartial:
         }
         self._ranked: dict[tuple[str, str], tuple[Keys, Keys]] = {}
         other = total.other()
-        self.other: ClassAgg | None = None if other is None else _class(other, None, None)
+        self.other: ClassAgg | None = None if other is None else _class(other)
 
     def class_count(self) -> int:
         return len(self._total)
@@ -79,10 +87,10 @@ class NativePartial:
         return found
 
     def class_at(self, index: int) -> ClassAgg:
-        return _class(self._total.class_at(index), None, None)
+        return _class(self._total.class_at(index))
 
     def totals(self) -> ClassAgg:
-        return _class(self._total.totals(), None, None)
+        return _class(self._total.totals())
 
 
 class Keys(Sequence[ClassKey]):
@@ -260,3 +268,81 @@ def run_jobs(
         while in_flight:
             done, pending = in_flight.popleft()
             accept(done, pending.result())
+
+
+def _runs(state: tuple[Any, ...]) -> Runs:
+    runs, calls, repeated, longest, lengths, leads, leads_other = state
+    out = Runs(runs, calls, repeated, longest, dict(lengths))
+    for lead, n, total in leads:
+        out.leads[lead] = [n, total]
+    if leads_other is not None:
+        held = out.leads.setdefault(OTHER_VALUE, [0, 0])
+        held[0] += leads_other[0]
+        held[1] += leads_other[1]
+    return out
+
+
+def _class(state: tuple[Any, ...]) -> ClassAgg:
+    """A merged class from the core's tuple (native/src/python.rs ``class_to_tuple``): its
+    aggregates, ``--host`` labels and the input of its sample."""
+    (
+        fingerprint,
+        _kind,
+        count,
+        ts_min,
+        ts_max,
+        metrics,
+        flags,
+        strings,
+        histogram,
+        sample,
+        runs,
+        single_runs,
+        connections,
+        texts,
+        fit,
+        unknown_db,
+        unknown_ts,
+        servers,
+        sample_file,
+    ) = state
+    agg = ClassAgg(fingerprint if fingerprint is not None else b"")
+    agg.count = count
+    agg.ts_min, agg.ts_max = ts_min, ts_max
+    for name, n, total, low, high, buckets, decimal in metrics:
+        agg.metrics[label(name)] = Metric(n, total, low, high, dict(buckets), decimal)
+    for name, yes, n in flags:
+        agg.booleans[label(name)] = [yes, n]
+    for name, values, other in strings:
+        held: dict[str, int] = {}
+        for raw, n in values:
+            value = text(raw)
+            held[value] = held.get(value, 0) + n
+        if other:
+            held[OTHER_VALUE] = held.get(OTHER_VALUE, 0) + other
+        agg.strings[label(name)] = held
+    agg.servers = dict(servers)
+    agg.histogram = list(histogram)
+    if sample is not None:
+        qt, query, truncated, ts, db, user, host, line, unknown_ts_s, unknown_db_s = sample
+        agg.sample = Sample(
+            query_time=qt,
+            query=query,
+            ts=ts,
+            db=None if db is None else text(db),
+            user=None if user is None else text(user),
+            host=None if host is None else text(host),
+            file=sample_file,
+            line=line,
+            truncated=truncated,
+            unknown_ts=unknown_ts_s,
+            unknown_db=unknown_db_s,
+        )
+    agg.runs = _runs(runs)
+    agg.single_runs = _runs(single_runs)
+    agg.connections = set(connections)
+    agg.texts = set(texts)
+    agg.fit = Fit(*fit)
+    agg.unknown_db = unknown_db
+    agg.unknown_ts = unknown_ts
+    return agg

@@ -10,8 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
 use std::collections::HashMap;
 
-use crate::aggregate::Interner;
-use crate::range::{Bad, Filters, RangeDigest, RangeOptions, Run};
+use crate::range::{Bad, Filters, RangeDigest, RangeOptions};
 use crate::total::Total;
 
 use crate::fingerprint::{query_id, Fingerprinter};
@@ -26,32 +25,6 @@ fn fingerprint<'py>(py: Python<'py>, query: &[u8]) -> Bound<'py, PyBytes> {
 #[pyfunction(name = "query_id")]
 fn py_query_id(fingerprint: &[u8]) -> String {
     query_id(fingerprint)
-}
-
-/// One byte range digested as govern's Python engine does (`crate::range`), returned
-/// as plain tuples for `govern/digest/native_engine.py` (which documents the layout).
-/// `data` is any buffer (bytes, an mmap); the GIL is released while digesting. `release`
-/// (only for a read-only mmap of a file) drops digested pages from resident memory.
-#[pyfunction]
-#[pyo3(signature = (data, start, stop, end, max_classes, context_ts, context_db, context_known, server_salt, release=false))]
-#[allow(clippy::too_many_arguments)]
-fn digest_range<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
-    start: usize,
-    stop: usize,
-    end: usize,
-    max_classes: usize,
-    context_ts: Option<&[u8]>,
-    context_db: Option<&[u8]>,
-    context_known: bool,
-    server_salt: u64,
-    release: bool,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let options =
-        RangeOptions { max_classes, context_ts, context_db, context_known, server_salt, ..Default::default() };
-    let result = run_range(py, data, start, stop, end, &options, release)?;
-    range_to_tuple(py, &result)
 }
 
 /// `crate::range::digest_range` over any contiguous buffer (bytes, an mmap), the GIL
@@ -94,97 +67,9 @@ fn ts_str<'py>(py: Python<'py>, ts: Option<crate::range::Ts>) -> Bound<'py, PyAn
     }
 }
 
-/// The tables a class's ids point into: a range's, or the merged total's.
-struct Names<'a> {
-    fingerprints: &'a Interner,
-    num_names: &'a Interner,
-    flag_names: &'a Interner,
-    text_names: &'a Interner,
-    texts: &'a Interner,
-    servers: Option<&'a Interner>,
-}
-
-impl<'a> Names<'a> {
-    fn of_range(r: &'a RangeDigest) -> Self {
-        Names {
-            fingerprints: &r.fingerprints,
-            num_names: &r.num_names,
-            flag_names: &r.flag_names,
-            text_names: &r.text_names,
-            texts: &r.texts,
-            servers: None,
-        }
-    }
-
-    fn of_total(t: &'a Total) -> Self {
-        Names {
-            fingerprints: &t.fingerprints,
-            num_names: &t.num_names,
-            flag_names: &t.flag_names,
-            text_names: &t.text_names,
-            texts: &t.texts,
-            servers: Some(&t.servers),
-        }
-    }
-}
-
-fn range_to_tuple<'py>(py: Python<'py>, r: &RangeDigest) -> PyResult<Bound<'py, PyTuple>> {
-    let names = Names::of_range(r);
-    let mut ids: HashMap<u32, String> = HashMap::new();
-    let malformed = PyList::empty(py);
-    for (offset, line, bad) in &r.malformed {
-        let raw = match bad {
-            Bad::Truncated => None,
-            Bad::QueryTime(raw) => Some(&raw[..]),
-        };
-        malformed.append((*offset, *line, opt_bytes(py, raw)))?;
-    }
-    let minutes = PyList::empty(py);
-    for (minute, n, micro) in &r.minutes {
-        minutes.append((ts_str(py, Some(*minute)), *n, *micro))?;
-    }
-    let classes = PyList::empty(py);
-    for (fp, class) in &r.classes {
-        classes.append(class_to_tuple(py, &names, Some(*fp), class, &mut ids)?)?;
-    }
-    let other = match &r.other {
-        Some(o) => class_to_tuple(py, &names, None, o, &mut ids)?.into_any(),
-        None => py.None().into_bound(py),
-    };
-    let fp = |k: Option<u32>| opt_bytes(py, k.map(|k| r.fingerprints.get(k)));
-    let run = |run: &Run| (fp(run.key), run.length, fp(run.lead));
-    let conns = PyList::empty(py);
-    for c in &r.conns {
-        conns.append((
-            c.number,
-            run(&c.run),
-            c.first_run.as_ref().map(run),
-            run(&c.single),
-            c.first_single.as_ref().map(run),
-        ))?;
-    }
-    let items: Vec<Bound<'py, PyAny>> = vec![
-        r.end.into_pyobject(py)?.into_any(),
-        r.newlines.into_pyobject(py)?.into_any(),
-        r.events.into_pyobject(py)?.into_any(),
-        r.no_statement.into_pyobject(py)?.into_any(),
-        malformed.into_any(),
-        ts_str(py, r.last_ts),
-        PyBool::new(py, r.ts_known).to_owned().into_any(),
-        opt_bytes(py, r.last_db.map(|d| r.texts.get(d))),
-        PyBool::new(py, r.db_known).to_owned().into_any(),
-        minutes.into_any(),
-        (r.minutes_unknown.0, r.minutes_unknown.1).into_pyobject(py)?.into_any(),
-        classes.into_any(),
-        other,
-        conns.into_any(),
-    ];
-    PyTuple::new(py, items)
-}
-
 fn runs_to_tuple<'py>(
     py: Python<'py>,
-    r: &Names,
+    r: &Total,
     runs: &crate::range::Runs,
     ids: &mut HashMap<u32, String>,
 ) -> PyResult<Bound<'py, PyTuple>> {
@@ -207,7 +92,7 @@ fn runs_to_tuple<'py>(
 
 fn class_to_tuple<'py>(
     py: Python<'py>,
-    r: &Names,
+    r: &Total,
     fp: Option<u32>,
     c: &crate::range::Class,
     ids: &mut HashMap<u32, String>,
@@ -268,18 +153,15 @@ fn class_to_tuple<'py>(
         PyTuple::new(py, c.fit.as_deref().copied().unwrap_or_default())?.into_any(),
         c.unknown_db.into_pyobject(py)?.into_any(),
         PyBool::new(py, c.unknown_ts).to_owned().into_any(),
-        match r.servers {
-            Some(labels) => PyList::new(
-                py,
-                c.servers
-                    .as_deref()
-                    .map_or(&[][..], |s| &s[..])
-                    .iter()
-                    .map(|&(s, n)| (String::from_utf8_lossy(labels.get(s)).into_owned(), n)),
-            )?
-            .into_any(),
-            None => PyList::empty(py).into_any(),
-        },
+        PyList::new(
+            py,
+            c.servers
+                .as_deref()
+                .map_or(&[][..], |s| &s[..])
+                .iter()
+                .map(|&(s, n)| (String::from_utf8_lossy(r.servers.get(s)).into_owned(), n)),
+        )?
+        .into_any(),
         c.sample.as_ref().map_or(0, |s| s.file).into_pyobject(py)?.into_any(),
     ];
     PyTuple::new(py, items)
@@ -507,22 +389,18 @@ impl PyTotal {
 
     fn class_at<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyTuple>> {
         let (fp, slot) = self.inner.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
-        class_to_tuple(py, &Names::of_total(&self.inner), Some(*fp), &slot.get(), &mut HashMap::new())
+        class_to_tuple(py, &self.inner, Some(*fp), &slot.get(), &mut HashMap::new())
     }
 
     /// The events of classes beyond the cap, as one class (None: none).
     fn other<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        self.inner
-            .other
-            .as_ref()
-            .map(|c| class_to_tuple(py, &Names::of_total(&self.inner), None, c, &mut HashMap::new()))
-            .transpose()
+        self.inner.other.as_ref().map(|c| class_to_tuple(py, &self.inner, None, c, &mut HashMap::new())).transpose()
     }
 
     /// Every class and `other` merged into one.
     fn totals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let all = self.inner.totals();
-        class_to_tuple(py, &Names::of_total(&self.inner), None, &all, &mut HashMap::new())
+        class_to_tuple(py, &self.inner, None, &all, &mut HashMap::new())
     }
 }
 
@@ -533,7 +411,6 @@ fn num_stats(c: &crate::range::Class, id: Option<u32>) -> Option<&crate::aggrega
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(digest_range, m)?)?;
     m.add_function(wrap_pyfunction!(range_handle, m)?)?;
     m.add_class::<Range>()?;
     m.add_class::<PyTotal>()?;

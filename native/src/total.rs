@@ -201,7 +201,7 @@ impl Total {
         self.filtered += r.filtered;
         self.malformed += r.malformed.len() as u64;
         let mut bad = std::mem::take(&mut r.malformed);
-        // native_engine.py sorts a range's malformed events by (offset, reason, line).
+        // engine.py `finish` lists a range's malformed events sorted by offset, then reason.
         bad.sort_by_key(|a| (a.0, reason_rank(&a.2), a.1));
         for (_, line, why) in bad.into_iter().take(MALFORMED_KEPT) {
             if self.malformed_kept.len() < MALFORMED_KEPT {
@@ -437,7 +437,8 @@ fn sorted(table: HashMap<u64, OpenRun>) -> Vec<(u64, OpenRun)> {
     v
 }
 
-/// `native_engine._open`: a connection's run open at both ends, or its first and last.
+/// A connection's run open at both ends of a range, or its first and last runs (the
+/// `OpenRuns` engine.py `finish` returns).
 fn place(target: &mut OpenRuns, number: u64, run: OpenRun, first: Option<OpenRun>) {
     match first {
         None => {
