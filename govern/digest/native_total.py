@@ -1,13 +1,16 @@
 """A digest merged inside the native core: ranges on threads, classes kept in Rust.
 
-With the core built and no --since/--until/--filter, :func:`digest_native` runs
-the runner's plan (segments cut at record boundaries, merged strictly in input
-order, a segment redone when pt's reader ran into it) with threads instead of
-worker processes: each range is digested by the core with the GIL released and
-stays a Rust object (``native.Range``) until ``native.Total`` merges it, the
-twin of :func:`govern.digest.aggregate.merge` (native/src/total.rs). Classes
-cross into Python only when asked for, one at a time (:class:`NativePartial`),
-so a digest of 200,000 classes is never 200,000 Python objects.
+With the core built, the runner (``runner._digest_native``) runs its plan
+(segments cut at record boundaries, merged strictly in input order, a segment
+redone when pt's reader ran into it) with threads instead of worker processes:
+each range is digested by the core with the GIL released and stays a Rust object
+(``native.Range``) until ``native.Total`` merges it, the twin of
+:func:`govern.digest.aggregate.merge` (native/src/total.rs). With
+--since/--until/--filter, a range that needs the context before it defers its
+first events, and :func:`run_jobs` digests them again once that context is
+merged (engine.py's deferred records). Classes cross into Python only when asked
+for, one at a time (:class:`NativePartial`), so a digest of 200,000 classes is
+never 200,000 Python objects.
 """
 
 from __future__ import annotations
