@@ -43,7 +43,7 @@ SEP = b";\n#"
 #: CPU time says what a run costs whatever else is running.
 LAST_CPU = [0.0]
 
-NATIVE_CHILD = """
+DIGEST_CHILD = """
 import json, resource, sys, time
 from govern.digest.runner import DigestOptions, digest_paths
 path, threads, keep = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -203,12 +203,12 @@ def end_to_end(path: Path, keep_all: bool = False) -> tuple[float, int, dict[str
     return wall, rss, {"classes": classes, "events": document["totals"]["events"]}
 
 
-def native(
+def digest_alone(
     path: Path, threads: int, keep_all: bool = False
 ) -> tuple[float, float, int, dict[str, Any]]:
     """(digest seconds, wall seconds incl. start-up, peak RSS, result)."""
     warm(path)
-    command = [sys.executable, "-c", NATIVE_CHILD, str(path), str(threads), str(int(keep_all))]
+    command = [sys.executable, "-c", DIGEST_CHILD, str(path), str(threads), str(int(keep_all))]
     wall, rss, out = measured(command)
     result = json.loads(out)
     return result["seconds"], wall, rss, result
@@ -269,7 +269,7 @@ def main() -> None:
     row("cat FILE > /dev/null", "whole file, warm", cat_secs, size, None)
     runs, cpus = [], []
     for _ in range(max(1, args.repeat)):
-        runs.append(native(path, args.threads, keep_all=bool(args.distinct)))
+        runs.append(digest_alone(path, args.threads, keep_all=bool(args.distinct)))
         cpus.append(LAST_CPU[0])
     secs, wall, rss, result = min(runs, key=lambda r: r[0])
     speeds = ", ".join(f"{size / r[0] / 1e6:.0f}" for r in runs)
@@ -322,7 +322,7 @@ def main() -> None:
     what = "whole file" if pt_path == path else f"first {pt_size / 1e9:.2f} GB"
     row("pt-query-digest 3.2.1", what, pt_secs, pt_size, pt_rss, f"{len(pt_found)} classes")
     if pt_path != path:
-        s_secs, _, s_rss, s_result = native(pt_path, args.threads)
+        s_secs, _, s_rss, s_result = digest_alone(pt_path, args.threads)
         row(
             "govern digest, no report",
             what,
@@ -346,7 +346,7 @@ def main() -> None:
         ours = result["classes"]
         ours_e2e = e2e_result["classes"]
 
-    native_mbs, pt_mbs, cat_mbs = size / secs / 1e6, pt_size / pt_secs / 1e6, size / cat_secs / 1e6
+    alone_mbs, pt_mbs, cat_mbs = size / secs / 1e6, pt_size / pt_secs / 1e6, size / cat_secs / 1e6
     e2e_mbs = size / e2e_secs / 1e6
     print()
     print(
@@ -356,10 +356,10 @@ def main() -> None:
         f"govern digest / cat:             {e2e_mbs / cat_mbs:.2f}  ({e2e_mbs:.0f} vs {cat_mbs:.0f} MB/s)"
     )
     print(
-        f"digest alone / pt-query-digest: {native_mbs / pt_mbs:.0f}x  ({native_mbs:.0f} vs {pt_mbs:.1f} MB/s)"
+        f"digest alone / pt-query-digest: {alone_mbs / pt_mbs:.0f}x  ({alone_mbs:.0f} vs {pt_mbs:.1f} MB/s)"
     )
     print(
-        f"digest alone / cat:             {native_mbs / cat_mbs:.2f}  ({native_mbs:.0f} vs {cat_mbs:.0f} MB/s)"
+        f"digest alone / cat:             {alone_mbs / cat_mbs:.2f}  ({alone_mbs:.0f} vs {cat_mbs:.0f} MB/s)"
     )
     if pt_path != path:
         print(

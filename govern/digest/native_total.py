@@ -152,10 +152,8 @@ class NativeMerger:
 
     def context(self) -> tuple[bytes | None, bytes | None]:
         """The last ts (text) and db the merged ranges leave to the next one."""
-        ts: bytes | None
-        db: bytes | None
-        ts, db = self.total.context()
-        return ts, db
+        found: tuple[bytes | None, bytes | None] = self.total.context()
+        return found
 
     def class_count(self) -> int:
         return len(self.total)

@@ -39,7 +39,6 @@ ORDER_FUNCTIONS = ("sum", "max", "min", "avg", "cnt")
 #: Leading classes listed per class in ``sequence.leads`` (``state`` keeps them all).
 LEADS_SHOWN = 5
 QUANTILES = (("median", 0.5), ("p95", 0.95), ("p99", 0.99))
-QUANTILE_NAMES = tuple(name for name, _ in QUANTILES)
 QUANTILE_LEVELS = tuple(q for _, q in QUANTILES)
 
 
@@ -188,12 +187,9 @@ def metric_figures(metric: Metric) -> dict[str, Any]:
         "max": number(metric.high, metric.decimal),
         "avg": round(metric.total / metric.count / 1_000_000, 6) if metric.count else None,
     }
-    if metric.count:
-        values = metric.quantiles(QUANTILE_LEVELS)
-        for (name, _), value in zip(QUANTILES, values, strict=True):
-            figures[name] = number(value, metric.decimal)
-    else:
-        figures.update(dict.fromkeys(QUANTILE_NAMES))
+    values = metric.quantiles(QUANTILE_LEVELS) if metric.count else [None] * len(QUANTILES)
+    for (name, _), value in zip(QUANTILES, values, strict=True):
+        figures[name] = None if value is None else number(value, metric.decimal)
     return figures
 
 

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
 use std::collections::HashMap;
 
-use crate::range::{Bad, Filters, RangeDigest, RangeOptions};
+use crate::range::{Bad, Filters, KeepClass, KeepEvent, RangeDigest, RangeOptions};
 use crate::total::Total;
 
 use crate::fingerprint::{query_id, Fingerprinter};
@@ -183,7 +183,10 @@ struct Range {
     deferred_events: u64,
 }
 
-/// `digest_range`, kept in Rust: the runner hands the result to `Total.add`.
+/// One byte range digested as govern's Python engine digests it (`crate::range`), kept in
+/// Rust: the runner hands the result to `Total.add`. `data` is any buffer (bytes, an mmap);
+/// the GIL is released while digesting; `release` (only for a read-only mmap of a file)
+/// drops digested pages from resident memory.
 ///
 /// `since`/`until` (`YYYY-MM-DD HH:MM:SS`) bound the events' inherited ts;
 /// `keep_event(db, user, host)` (bytes or None) and `keep_class(fingerprint)` decide the
@@ -226,18 +229,16 @@ fn range_handle(
             true
         })
     };
-    let event_fn = |db: Option<&[u8]>, user: Option<&[u8]>, host: Option<&[u8]>| {
-        keep_event.as_ref().is_none_or(|f| ask(f, vec![db, user, host]))
-    };
-    let class_fn = |fp: &[u8]| keep_class.as_ref().is_none_or(|f| ask(f, vec![Some(fp)]));
+    let event_fn = keep_event
+        .as_ref()
+        .map(|f| move |db: Option<&[u8]>, user: Option<&[u8]>, host: Option<&[u8]>| ask(f, vec![db, user, host]));
+    let class_fn = keep_class.as_ref().map(|f| move |fp: &[u8]| ask(f, vec![Some(fp)]));
     let filters = Filters {
-        on_events: keep_event.is_some(),
-        on_classes: keep_class.is_some(),
         needs_db,
-        keep_event: &event_fn,
-        keep_class: &class_fn,
+        keep_event: event_fn.as_ref().map(|f| f as &KeepEvent),
+        keep_class: class_fn.as_ref().map(|f| f as &KeepClass),
     };
-    let filtering = keep_event.is_some() || keep_class.is_some() || needs_db;
+    let filtering = filters.keep_event.is_some() || filters.keep_class.is_some();
     let options = RangeOptions {
         max_classes,
         context_ts,
@@ -262,7 +263,7 @@ fn range_handle(
 }
 
 /// Ranges merged in input order (`crate::total`); classes are handed out one at a time
-/// as the tuples of `digest_range` (two more items: `--host` labels, the sample's input).
+/// as tuples (`class_to_tuple`, read by govern/digest/native_total.py `_class`).
 #[pyclass(module = "govern._native", name = "Total")]
 struct PyTotal {
     inner: Total,

@@ -459,14 +459,12 @@ impl RangeOptions<'_> {
 /// and regular expressions); a range asks once per distinct (db, user, host) and once per
 /// fingerprint.
 pub struct Filters<'a> {
-    /// Conditions on db, user or host; `keep_event` decides them.
-    pub on_events: bool,
-    /// Conditions on the fingerprint or query ID; `keep_class` decides them.
-    pub on_classes: bool,
     /// A condition on db (which events inherit from the ones before them).
     pub needs_db: bool,
-    pub keep_event: &'a KeepEvent<'a>,
-    pub keep_class: &'a KeepClass<'a>,
+    /// Decides the conditions on db, user and host, if any.
+    pub keep_event: Option<&'a KeepEvent<'a>>,
+    /// Decides the conditions on the fingerprint or query ID, if any.
+    pub keep_class: Option<&'a KeepClass<'a>>,
 }
 
 /// Keep an event of this db, user and host (each as the log wrote it, db without
@@ -772,13 +770,13 @@ impl<'o> Digester<'o> {
         if o.until.is_some_and(|until| ts.is_none_or(|t| t.as_bytes() >= until)) {
             return false;
         }
-        let Some(f) = o.filters.filter(|f| f.on_events) else { return true };
+        let Some(keep_event) = o.filters.and_then(|f| f.keep_event) else { return true };
         let key = (db.unwrap_or(u32::MAX), user.unwrap_or(u32::MAX), host.unwrap_or(u32::MAX));
         if let Some(&kept) = self.kept_events.get(&key) {
             return kept;
         }
         let texts = &self.r.texts;
-        let kept = (f.keep_event)(db.map(|v| texts.get(v)), user.map(|v| texts.get(v)), host.map(|v| texts.get(v)));
+        let kept = keep_event(db.map(|v| texts.get(v)), user.map(|v| texts.get(v)), host.map(|v| texts.get(v)));
         self.kept_events.insert(key, kept);
         kept
     }
@@ -822,7 +820,7 @@ impl<'o> Digester<'o> {
         let fingerprint = self.fp.fingerprint(arg);
         let fp_id = self.r.fingerprints.id(fingerprint);
         if fp_id as usize == self.r.class_of.len() {
-            let kept = self.options.filters.is_none_or(|f| !f.on_classes || (f.keep_class)(fingerprint));
+            let kept = self.options.filters.and_then(|f| f.keep_class).is_none_or(|keep| keep(fingerprint));
             self.r.class_of.push(if kept { UNSEEN } else { DROPPED });
         }
         let mut slot = self.r.class_of[fp_id as usize];

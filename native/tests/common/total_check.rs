@@ -47,8 +47,7 @@ pub fn check(data: &[u8], step: usize, filtering: u8) {
     let keep_event =
         |db: Option<&[u8]>, _: Option<&[u8]>, _: Option<&[u8]>| db.is_some_and(|d| d.len().is_multiple_of(2));
     let keep_class = |fp: &[u8]| !fp.len().is_multiple_of(3);
-    let filters =
-        Filters { on_events: true, on_classes: true, needs_db: true, keep_event: &keep_event, keep_class: &keep_class };
+    let filters = Filters { needs_db: true, keep_event: Some(&keep_event), keep_class: Some(&keep_class) };
     let options = |known: bool| RangeOptions {
         max_classes: usize::MAX,
         context_known: known,
