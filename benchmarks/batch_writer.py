@@ -45,7 +45,6 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
 
 import pymysql  # noqa: E402
 
@@ -262,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             settings = resolve_settings(defaults_file=args.defaults_file, environ={})
             run_all(Bench(settings, args.schema, args.rows), args.slow_rows, args.repeat, folder)
             return 0
-        from harness import temporary_server
+        from tests.harness import temporary_server
 
         server = stack.enter_context(temporary_server("govern-bench-"))
         for transport, tcp, flush in CONFIGURATIONS:

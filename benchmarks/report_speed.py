@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
 from govern.reports.digest_html import digest_report  # noqa: E402
 from govern.reports.digest_input import Digest, QueryClass, Stat  # noqa: E402

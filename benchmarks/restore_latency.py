@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # tests.harness
 
-from harness import MariaDB  # noqa: E402
+from tests.harness import MariaDB  # noqa: E402
 
 GIVE_UP_S = 20.0
 

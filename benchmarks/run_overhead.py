@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # tests.harness
 
-from harness import MariaDB  # noqa: E402
+from tests.harness import MariaDB  # noqa: E402
 
 
 def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:

@@ -28,15 +28,15 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # tests.harness
 
+from govern.schedulers.catalog import load_catalog  # noqa: E402
+from govern.schedulers.compare import catalog_lanes, compare_policies, recorded_inputs  # noqa: E402
+from govern.schedulers.night import run_night  # noqa: E402
+from govern.schedulers.policies import Task, make_lanes  # noqa: E402
+from govern.schedulers.simulate import simulate  # noqa: E402
 from govern.state import StateStore  # noqa: E402
-from harness import MariaDB  # noqa: E402
-from schedulers.catalog import load_catalog  # noqa: E402
-from schedulers.compare import catalog_lanes, compare_policies, recorded_inputs  # noqa: E402
-from schedulers.night import run_night  # noqa: E402
-from schedulers.policies import Task, make_lanes  # noqa: E402
-from schedulers.simulate import simulate  # noqa: E402
+from tests.harness import MariaDB  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "nightly"
 ORIGIN_STORY = 0.97

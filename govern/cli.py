@@ -18,14 +18,14 @@ from govern.errors import EXIT_SERVER, GovernError
 #: command name -> "module:attribute" of its Click command.
 COMMANDS: dict[str, str] = {
     "doctor": "govern.commands.doctor:doctor",
-    "run": "wrappers.cli:run",
-    "status": "wrappers.cli:status",
-    "recover": "wrappers.cli:recover",
-    "history": "wrappers.cli:history",
+    "run": "govern.wrappers.cli:run",
+    "status": "govern.wrappers.cli:status",
+    "recover": "govern.wrappers.cli:recover",
+    "history": "govern.wrappers.cli:history",
     "load": "govern.commands.load:load",
-    "lint": "rules.cli:lint",
-    "rules": "rules.cli:rules",
-    "schedule": "schedulers.cli:schedule",
+    "lint": "govern.rules.cli:lint",
+    "rules": "govern.rules.cli:rules",
+    "schedule": "govern.schedulers.cli:schedule",
     "digest": "govern.commands.digest:digest",
 }
 

@@ -19,7 +19,7 @@ Two entry points compute the same function:
   and runs each rewriting step once over the joined text, so the regex engine
   (C) does the work instead of the interpreter. Every pattern is rewritten so
   that it cannot cross a NUL; queries that contain NUL, or that a special case
-  applies to, go through the reference. tests/test_fingerprint.py checks the two
+  applies to, go through the reference. tests/digest/test_fingerprint.py checks the two
   against each other and against pt-query-digest's own Perl code.
 """
 

@@ -1,6 +1,6 @@
 """The rule API: one class per rule, declaring what it needs and checking one subject.
 
-A rule receives a :class:`~rules.sql.statement.Statement` (from a file, or a
+A rule receives a :class:`~govern.rules.sql.statement.Statement` (from a file, or a
 digest class's sample with its statistics) and a :class:`Context` (target server,
 the file around the statement), and yields findings. Its docstring carries
 ``Anti-pattern`` and ``Best practice`` SQL that the tests run. docs/rules.md
@@ -16,12 +16,12 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from rules.model import Finding, Location, Need, Severity
-from rules.sql.statement import Statement
+from govern.rules.model import Finding, Location, Need, Severity
+from govern.rules.sql.statement import Statement
 
 if TYPE_CHECKING:
+    from govern.rules.evidence import DigestEvidence
     from govern.server import ServerInfo
-    from rules.evidence import DigestEvidence
 
 
 @dataclasses.dataclass(frozen=True)

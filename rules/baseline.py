@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from govern.errors import ConfigError
-from rules.model import Finding
+from govern.rules.model import Finding
 
 SCHEMA = "govern.lint-baseline"
 SCHEMA_VERSION = 1

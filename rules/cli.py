@@ -11,8 +11,8 @@ from govern.cli_options import connection_options, connection_options_given, for
 from govern.connection import ConnectionSettings
 from govern.errors import EXIT_FINDINGS, UsageError
 from govern.output import is_terminal, print_json
-from rules.model import Severity
-from rules.registry import parse_selectors
+from govern.rules.model import Severity
+from govern.rules.registry import parse_selectors
 
 
 def _wants_server(target: str | None) -> bool:
@@ -80,11 +80,11 @@ def lint(
     Exit codes: 0 no findings at or above --severity, 1 findings, 2 usage or
     config error, 3 the server named for --target could not be read.
     """
-    from rules.lint import LintOptions, lint_paths
+    from govern.rules.lint import LintOptions, lint_paths
 
     live = None
     if _wants_server(target):
-        from rules.target import target_from_server
+        from govern.rules.target import target_from_server
 
         live = target_from_server(settings)
     options = LintOptions(
@@ -105,21 +105,21 @@ def lint(
             f"no SQL files found in {' '.join(paths or ('.',))} (directories are searched for *.sql)"
         )
     if output_format == "json":
-        from rules.formats import render_json
+        from govern.rules.formats import render_json
 
         sys.stdout.write(render_json(report))
     elif output_format == "sarif":
-        from rules.sarif import render_sarif
+        from govern.rules.sarif import render_sarif
 
         sys.stdout.write(render_sarif(report))
     elif output_format == "github":
-        from rules.formats import render_github, summary_lines
+        from govern.rules.formats import render_github, summary_lines
 
         sys.stdout.write(render_github(report))
         for line in summary_lines(report):
             click.echo(line, err=True)
     else:
-        from rules.formats import render_text
+        from govern.rules.formats import render_text
 
         sys.stdout.write(render_text(report, color=is_terminal(sys.stdout)))
     if report.exit_code and not write_baseline:
@@ -137,7 +137,7 @@ def rules(ctx: click.Context, output_format: str) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from rules.registry import all_rules
+    from govern.rules.registry import all_rules
 
     catalog = all_rules()
     if output_format == "json":
@@ -179,7 +179,7 @@ def rules(ctx: click.Context, output_format: str) -> None:
 @click.argument("rule_id", metavar="ID")
 def explain(rule_id: str) -> None:
     """Print a rule's documentation: why, anti-pattern, best practice, options."""
-    from rules.registry import get_rule
+    from govern.rules.registry import get_rule
 
     rule = get_rule(rule_id)
     if rule is None:

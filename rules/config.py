@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from govern.errors import ConfigError
-from rules.model import Severity
+from govern.rules.model import Severity
 
 CONFIG_NAMES = ("govern.toml", "pyproject.toml")
 _LINT_KEYS = {"severity", "exclude", "baseline", "per-path-ignores"}
@@ -124,7 +124,7 @@ def _here(path: Path | None, section: str, table: str = "") -> str:
 
 def parse_config(data: dict[str, Any], path: Path | None, section: str = "") -> RulesConfig:
     """A RulesConfig from the ``[tool.govern]`` table (``section`` names it in messages)."""
-    from rules.registry import get_rule, unknown_selectors
+    from govern.rules.registry import get_rule, unknown_selectors
 
     config = RulesConfig(path=path, root=path.parent if path else Path.cwd())
     target = data.get("target")
@@ -132,7 +132,7 @@ def parse_config(data: dict[str, Any], path: Path | None, section: str = "") -> 
         where = f"{_here(path, section)} target"
         if not isinstance(target, str):
             raise ConfigError(f"{where} must be a string like 'mariadb-10.11'")
-        from rules.target import parse_target
+        from govern.rules.target import parse_target
 
         parse_target(target, where)  # validate now, naming the file
         config.target = target

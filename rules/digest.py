@@ -8,7 +8,7 @@ the nearest ``govern.toml``/``[tool.govern]``, ``--select``/``--ignore``,
 ``per-class-ignores`` and ``govern: ignore[…]`` comments inside the sample::
 
     from govern.digest.result import to_document
-    from rules.digest import DigestRuleOptions, check_document
+    from govern.rules.digest import DigestRuleOptions, check_document
 
     document = to_document(digest)
     report = check_document(document, DigestRuleOptions(target="mariadb-10.11"))
@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from govern.digest.result import LazyClasses
-from rules.base import Context
-from rules.config import ConfigFinder, RulesConfig
-from rules.engine import build_ruleset, check_statement
-from rules.evidence import DigestEvidence, class_documents
-from rules.model import Finding, Severity
-from rules.sql.statement import Statement
-from rules.target import parse_target
+from govern.rules.base import Context
+from govern.rules.config import ConfigFinder, RulesConfig
+from govern.rules.engine import build_ruleset, check_statement
+from govern.rules.evidence import DigestEvidence, class_documents
+from govern.rules.model import Finding, Severity
+from govern.rules.sql.statement import Statement
+from govern.rules.target import parse_target
 
 #: Rules that judge whether SQL parses; a sample cut at 64 KB would fail them wrongly.
 _NEEDS_WHOLE_TEXT = frozenset({"META001"})

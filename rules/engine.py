@@ -12,14 +12,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
-from rules.base import Context, Rule
-from rules.config import RulesConfig
-from rules.model import Finding, Need
-from rules.registry import all_rules, select
-from rules.sql.lexer import COMMENT, Source, Token, tokenize
-from rules.sql.split import split
-from rules.sql.statement import Statement
-from rules.suppress import (
+from govern.rules.base import Context, Rule
+from govern.rules.config import RulesConfig
+from govern.rules.model import Finding, Need
+from govern.rules.registry import all_rules, select
+from govern.rules.sql.lexer import COMMENT, Source, Token, tokenize
+from govern.rules.sql.split import split
+from govern.rules.sql.statement import Statement
+from govern.rules.suppress import (
     Span,
     Suppression,
     apply_suppressions,

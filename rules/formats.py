@@ -11,8 +11,8 @@ import json
 
 import click
 
-from rules.lint import LintReport
-from rules.model import Severity
+from govern.rules.lint import LintReport
+from govern.rules.model import Severity
 
 _COLORS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 

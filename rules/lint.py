@@ -2,7 +2,7 @@
 
 ::
 
-    from rules.lint import LintOptions, lint_paths
+    from govern.rules.lint import LintOptions, lint_paths
     report = lint_paths(["migrations/"], LintOptions(target="mariadb-10.11"))
     for finding in report.findings:
         print(finding.location, finding.rule_id, finding.message)
@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from govern.errors import UsageError
-from rules.base import Context
-from rules.baseline import load_baseline, split_new, write_baseline
-from rules.config import ConfigFinder, RulesConfig
-from rules.engine import RuleSet, build_ruleset, check_source
-from rules.model import Finding, Location, Severity
-from rules.sql.lexer import Source
-from rules.target import parse_target
+from govern.rules.base import Context
+from govern.rules.baseline import load_baseline, split_new, write_baseline
+from govern.rules.config import ConfigFinder, RulesConfig
+from govern.rules.engine import RuleSet, build_ruleset, check_source
+from govern.rules.model import Finding, Location, Severity
+from govern.rules.sql.lexer import Source
+from govern.rules.target import parse_target
 
 if TYPE_CHECKING:
     from govern.progress import Progress

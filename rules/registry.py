@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from rules.base import Rule
+from govern.rules.base import Rule
 
 _RULES: dict[str, type[Rule]] = {}
 _ID = re.compile(r"^[A-Z]+[0-9]{3}$")
@@ -23,7 +23,7 @@ def register(cls: type[Rule]) -> type[Rule]:
 
 def all_rules() -> list[type[Rule]]:
     """Every rule, ordered by family then number (QC, BATCH, META)."""
-    import rules.catalog  # noqa: F401  (registers the rules)
+    import govern.rules.catalog  # noqa: F401  (registers the rules)
 
     order = {"QC": 0, "BATCH": 1, "META": 2}
     return sorted(_RULES.values(), key=lambda r: (order.get(r.id.rstrip("0123456789"), 9), r.id))

@@ -1,6 +1,6 @@
 """SARIF 2.1.0 output, for GitHub code scanning and other SARIF viewers.
 
-Validated against the OASIS schema in tests/test_lint_formats.py. Every catalog
+Validated against the OASIS schema in tests/rules/test_lint_formats.py. Every catalog
 rule is described in ``tool.driver.rules`` (so viewers can show its help);
 results carry ``partialFingerprints`` (the baseline fingerprint) so uploads
 track a finding across commits.
@@ -13,9 +13,9 @@ from typing import Any
 from urllib.parse import quote
 
 from govern import __version__
-from rules.lint import LintReport
-from rules.model import Severity
-from rules.registry import all_rules
+from govern.rules.lint import LintReport
+from govern.rules.model import Severity
+from govern.rules.registry import all_rules
 
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"

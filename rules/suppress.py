@@ -20,9 +20,9 @@ import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 
-from rules.model import Finding, Location, Severity
-from rules.sql.lexer import Source, Token
-from rules.sql.statement import Statement
+from govern.rules.model import Finding, Location, Severity
+from govern.rules.sql.lexer import Source, Token
+from govern.rules.sql.statement import Statement
 
 _DIRECTIVE = re.compile(r"govern:\s*(?P<verb>[\w-]*)\s*(?P<ids>\[[^\]]*\]?)?")
 _ID = re.compile(r"^[A-Za-z]+[0-9]{3}$")

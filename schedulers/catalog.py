@@ -19,7 +19,7 @@ from typing import Any
 
 from govern.connection import ConnectionSettings, resolve_settings
 from govern.errors import ConfigError, GovernError
-from schedulers.tomllines import key_lines, line_of
+from govern.schedulers.tomllines import key_lines, line_of
 
 POLICIES = ("fifo", "sjf", "ljf", "wspt", "two-ended")
 WRAP_MODES = ("auto", "global", "threshold", "session")
@@ -500,7 +500,7 @@ def _job(
     defaults: Mapping[str, Any],
     worker_names: set[str],
 ) -> JobSpec:
-    from schedulers.launch import wrap_available
+    from govern.schedulers.launch import wrap_available
 
     where = (section, name)
     if not NAME_RE.match(name):
@@ -651,7 +651,7 @@ def _schedule(r: _Reader, data: Any) -> ScheduleSpec | None:
     if not cron:
         raise r.fail("[schedule] needs cron (e.g. cron = '30 1 * * *')", "schedule")
     timezone = r.string(data, "timezone", "schedule") or _local_timezone()
-    from schedulers.service import make_trigger
+    from govern.schedulers.service import make_trigger
 
     try:
         make_trigger(cron, timezone)

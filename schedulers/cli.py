@@ -13,11 +13,11 @@ import click
 from govern.cli_options import state_option
 from govern.errors import EXIT_FINDINGS, UsageError
 from govern.output import print_json
+from govern.schedulers.catalog import POLICIES, load_catalog
 from govern.state import StateStore
-from schedulers.catalog import POLICIES, load_catalog
 
 if TYPE_CHECKING:
-    from schedulers.history import History
+    from govern.schedulers.history import History
 
 _catalog_argument = click.argument(
     "catalog_path", metavar="CATALOG", type=click.Path(exists=True, dir_okay=False)
@@ -48,12 +48,12 @@ def schedule() -> None:
 def plan(catalog_path: str, policy: str | None, state_path: str | None, as_json: bool) -> None:
     """Show the order, the lane of each job, predicted start and finish, and the
     "% done vs % of the night" curve. Reads only: changes nothing."""
-    from schedulers.history import History
-    from schedulers.night import secrets_dir
-    from schedulers.plan import make_plan
-    from schedulers.render import print_plan
-    from schedulers.service import next_fire_time
-    from schedulers.workers import ServerPool
+    from govern.schedulers.history import History
+    from govern.schedulers.night import secrets_dir
+    from govern.schedulers.plan import make_plan
+    from govern.schedulers.render import print_plan
+    from govern.schedulers.service import next_fire_time
+    from govern.schedulers.workers import ServerPool
 
     catalog = load_catalog(catalog_path)
     with StateStore.open(state_path) as store, ServerPool(catalog, secrets_dir(store)) as pool:
@@ -80,9 +80,9 @@ def run(catalog_path: str, policy: str | None, state_path: str | None, as_json: 
     as the catalog says). Ctrl-C or SIGTERM starts nothing new and ends running jobs.
     Exit 0 when every job succeeded, 1 otherwise.
     """
-    from schedulers.night import run_night
-    from schedulers.render import print_night
-    from schedulers.runner import StopRequest
+    from govern.schedulers.night import run_night
+    from govern.schedulers.render import print_night
+    from govern.schedulers.runner import StopRequest
 
     catalog = load_catalog(catalog_path)
     stop = StopRequest()
@@ -115,7 +115,7 @@ def serve(catalog_path: str, state_path: str | None) -> None:
     once. On SIGTERM it starts nothing new, gives running jobs shutdown_grace,
     then stops them. History stays in the state store across restarts.
     """
-    from schedulers.service import serve_forever
+    from govern.schedulers.service import serve_forever
 
     serve_forever(Path(catalog_path), state_path)
 
@@ -157,9 +157,9 @@ def simulate(
 ) -> None:
     """Replay policies on recorded or estimated durations and compare mean completion,
     makespan and the % done curve."""
-    from schedulers.compare import catalog_lanes, compare_policies, recorded_inputs
-    from schedulers.history import History
-    from schedulers.render import print_simulation
+    from govern.schedulers.compare import catalog_lanes, compare_policies, recorded_inputs
+    from govern.schedulers.history import History
+    from govern.schedulers.render import print_simulation
 
     chosen = [p.strip() for p in policies.split(",") if p.strip()]
     for policy in chosen:
@@ -180,9 +180,9 @@ def simulate(
         if night is None:
             if night_ref:
                 raise UsageError(f"--night {night_ref}: no such night of {catalog.name!r}")
-            from schedulers.night import secrets_dir
-            from schedulers.plan import make_plan
-            from schedulers.workers import ServerPool
+            from govern.schedulers.night import secrets_dir
+            from govern.schedulers.plan import make_plan
+            from govern.schedulers.workers import ServerPool
 
             with ServerPool(catalog, secrets_dir(store)) as pool:
                 planned = make_plan(catalog, pool, history)
@@ -249,8 +249,8 @@ def history(
 ) -> None:
     """Past nights (newest first): status, jobs done, makespan, share done at half time,
     estimate error. With --night, every job: lane, estimate vs actual, outcome."""
-    from schedulers.history import HISTORY_SCHEMA, SCHEMA_VERSION, History
-    from schedulers.render import print_history, print_night
+    from govern.schedulers.history import HISTORY_SCHEMA, SCHEMA_VERSION, History
+    from govern.schedulers.render import print_history, print_night
 
     schedule_name = _schedule_name(catalog_or_name)
     with StateStore.open(state_path) as store:
@@ -312,8 +312,8 @@ def report(
     CATALOG file), and estimate vs actual per job. Opens with no network."""
     from govern.html.page import write_page
     from govern.reports.schedule import schedule_report
-    from schedulers.compare import catalog_lanes, compare_policies, recorded_inputs
-    from schedulers.history import History
+    from govern.schedulers.compare import catalog_lanes, compare_policies, recorded_inputs
+    from govern.schedulers.history import History
 
     catalog = None
     if catalog_or_name is not None and Path(catalog_or_name).is_file():

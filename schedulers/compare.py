@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from schedulers.catalog import POLICIES, Catalog
-from schedulers.policies import Lane, Task, make_lanes
-from schedulers.simulate import makespan_lower_bound, simulate
+from govern.schedulers.catalog import POLICIES, Catalog
+from govern.schedulers.policies import Lane, Task, make_lanes
+from govern.schedulers.simulate import makespan_lower_bound, simulate
 
 SIMULATE_SCHEMA = "govern.schedule.simulate"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from schedulers.policies import Lane, Task, choose
+from govern.schedulers.policies import Lane, Task, choose
 
 
 class Dispatcher:

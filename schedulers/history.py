@@ -20,8 +20,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from govern.schedulers.estimates import Sample
 from govern.state import StateStore, utcnow
-from schedulers.estimates import Sample
 
 NIGHT_SCHEMA = "govern.schedule.night"
 HISTORY_SCHEMA = "govern.schedule.history"

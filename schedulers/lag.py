@@ -14,8 +14,8 @@ import dataclasses
 from datetime import UTC, datetime
 
 from govern.connection import Connection, query_all, query_one
+from govern.schedulers.catalog import LagGuard
 from govern.server import ServerInfo, read_replica_status
-from schedulers.catalog import LagGuard
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO
 
 from govern.connection import DEFAULT_PORT, ConnectionSettings
-from schedulers.catalog import JobSpec
+from govern.schedulers.catalog import JobSpec
 
 
 def wrap_available() -> bool:

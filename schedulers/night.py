@@ -13,14 +13,14 @@ from typing import Any
 
 from govern.output import info, warn
 from govern.progress import progress
+from govern.schedulers.catalog import Catalog
+from govern.schedulers.estimates import estimate_error
+from govern.schedulers.history import History, NightLabel
+from govern.schedulers.metrics import night_metrics
+from govern.schedulers.plan import Plan, make_plan
+from govern.schedulers.runner import NightResult, NightRunner, StopRequest
+from govern.schedulers.workers import ServerPool
 from govern.state import StateStore
-from schedulers.catalog import Catalog
-from schedulers.estimates import estimate_error
-from schedulers.history import History, NightLabel
-from schedulers.metrics import night_metrics
-from schedulers.plan import Plan, make_plan
-from schedulers.runner import NightResult, NightRunner, StopRequest
-from schedulers.workers import ServerPool
 
 #: Nights whose job logs are kept, per catalog (the history itself is kept whole).
 KEEP_LOGS = 30

@@ -11,13 +11,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from govern.errors import ServerError
-from schedulers.catalog import Catalog
-from schedulers.estimates import Estimate, Estimator
-from schedulers.history import History, PlannedJob
-from schedulers.policies import Lane, Task, make_lanes
-from schedulers.simulate import Timeline, simulate
-from schedulers.sizing import Sizes, measure_sizes
-from schedulers.workers import ServerPool
+from govern.schedulers.catalog import Catalog
+from govern.schedulers.estimates import Estimate, Estimator
+from govern.schedulers.history import History, PlannedJob
+from govern.schedulers.policies import Lane, Task, make_lanes
+from govern.schedulers.simulate import Timeline, simulate
+from govern.schedulers.sizing import Sizes, measure_sizes
+from govern.schedulers.workers import ServerPool
 
 PLAN_SCHEMA = "govern.schedule.plan"
 #: Predicted run time of a job with no estimate when nothing else is known at all.

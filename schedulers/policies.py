@@ -20,7 +20,7 @@ import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 
-from schedulers.catalog import POLICIES
+from govern.schedulers.catalog import POLICIES
 
 
 @dataclasses.dataclass(frozen=True)

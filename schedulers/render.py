@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from govern.output import console as _rich_console
-from schedulers.metrics import CURVE_MARKS
+from govern.schedulers.metrics import CURVE_MARKS
 
 
 def console() -> Any:

@@ -26,13 +26,13 @@ from types import FrameType
 
 from govern.output import info
 from govern.progress import Progress
-from schedulers.catalog import JobSpec
-from schedulers.dispatch import Dispatcher
-from schedulers.history import History
-from schedulers.launch import Attempt, Process, job_argv, job_environment, mysql_client
-from schedulers.plan import Plan
-from schedulers.policies import Lane
-from schedulers.workers import ServerPool
+from govern.schedulers.catalog import JobSpec
+from govern.schedulers.dispatch import Dispatcher
+from govern.schedulers.history import History
+from govern.schedulers.launch import Attempt, Process, job_argv, job_environment, mysql_client
+from govern.schedulers.plan import Plan
+from govern.schedulers.policies import Lane
+from govern.schedulers.workers import ServerPool
 
 TICK = 0.05  # seconds between looks at the running jobs
 

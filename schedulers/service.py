@@ -46,10 +46,10 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from govern.errors import ConfigError, GovernError
 from govern.output import info
+from govern.schedulers.catalog import Catalog, ScheduleSpec, load_catalog
+from govern.schedulers.history import History, NightLabel
+from govern.schedulers.runner import StopRequest
 from govern.state import StateStore
-from schedulers.catalog import Catalog, ScheduleSpec, load_catalog
-from schedulers.history import History, NightLabel
-from schedulers.runner import StopRequest
 
 NIGHT_JOB_ID = "night"
 
@@ -249,8 +249,8 @@ class NightService:
 
         ``scheduled_for`` always comes from _StampingExecutor; APScheduler checks the
         signature against the job's arguments, which do not include it, hence the default."""
-        from schedulers.night import run_night
-        from schedulers.workers import LockHeld
+        from govern.schedulers.night import run_night
+        from govern.schedulers.workers import LockHeld
 
         if scheduled_for is None:
             scheduled_for = datetime.now().astimezone()

@@ -12,9 +12,9 @@ import dataclasses
 import heapq
 from collections.abc import Mapping, Sequence
 
-from schedulers.dispatch import Dispatcher
-from schedulers.metrics import NightMetrics, night_metrics
-from schedulers.policies import Lane, Task
+from govern.schedulers.dispatch import Dispatcher
+from govern.schedulers.metrics import NightMetrics, night_metrics
+from govern.schedulers.policies import Lane, Task
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ import pymysql
 
 from govern.connection import Connection, error_text, query_one
 from govern.errors import ConfigError, ServerError
-from schedulers.catalog import Catalog
+from govern.schedulers.catalog import Catalog
 
 #: How many names a warning lists before it says "and N more".
 SHOW_NAMES = 5

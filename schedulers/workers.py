@@ -34,11 +34,11 @@ from govern.connection import (
 )
 from govern.errors import GovernError, ServerError
 from govern.output import warn
+from govern.schedulers.catalog import Catalog, WorkerSpec
+from govern.schedulers.history import process_token
+from govern.schedulers.lag import Lag, measure_lag
+from govern.schedulers.launch import ServerHandle
 from govern.server import ServerInfo, detect
-from schedulers.catalog import Catalog, WorkerSpec
-from schedulers.history import process_token
-from schedulers.lag import Lag, measure_lag
-from schedulers.launch import ServerHandle
 
 
 class LockHeld(ServerError):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,14 +19,8 @@ from typing import Any
 import pymysql
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
 from govern.connection import ConnectionSettings, resolve_settings
-from harness import MariaDB
-
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-CORPUS = SHARED / "corpus"
+from tests.harness import MariaDB
 
 #: Global variables tests may change; restored after every test that uses ``server``.
 RESTORED_VARIABLES = (
@@ -82,13 +75,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _home_key = pytest.StashKey[Path]()
-
-
-def require_corpus() -> Path:
-    """The shared slow-log corpus, or a skip with the reason (a fresh clone has no ../shared)."""
-    if not CORPUS.is_dir():
-        pytest.skip(f"{CORPUS} is absent (the shared corpus sits beside the repository in CI)")
-    return CORPUS
 
 
 @pytest.fixture(scope="session")
@@ -186,6 +172,6 @@ def state_path(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """Headless Chromium (Debian's) through Playwright; skips with the reason when absent."""
-    from browser import launch
+    from tests.browser import launch
 
     yield from launch()

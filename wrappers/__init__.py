@@ -1,7 +1,7 @@
 """Runners behind ``govern run``: slow-log governance around heavy jobs.
 
-For people: ``wrappers.runner.run(settings, argv, RunOptions(...))`` runs a job governed;
-``wrappers.session.exempt(conn)`` / ``@exempted`` keep a connection's own statements
+For people: ``govern.wrappers.runner.run(settings, argv, RunOptions(...))`` runs a job governed;
+``govern.wrappers.session.exempt(conn)`` / ``@exempted`` keep a connection's own statements
 out of the slow log. Nothing is imported here: ``govern run`` has to start fast.
 
 Where things are:

@@ -28,7 +28,7 @@ import pymysql
 
 from govern.connection import Connection, query_all, query_one
 from govern.errors import ServerError
-from wrappers.variables import Variable
+from govern.wrappers.variables import Variable
 
 MUTEX = "govern:mutex"
 #: How many runs may hold one variable at once (each probe reads all of them).

@@ -110,9 +110,9 @@ def run(
     3 when the server cannot be reached or the account may not change the setting,
     126/127 when COMMAND cannot be started.
     """
-    from wrappers.modes import Mode
-    from wrappers.runner import RunOptions
-    from wrappers.runner import run as run_governed
+    from govern.wrappers.modes import Mode
+    from govern.wrappers.runner import RunOptions
+    from govern.wrappers.runner import run as run_governed
 
     result = run_governed(
         settings,
@@ -147,8 +147,8 @@ def status(settings: ConnectionSettings, state_path: str | None, as_json: bool) 
     from govern.privileges import read_grants
     from govern.server import detect
     from govern.state import StateStore
-    from wrappers.hold import server_started
-    from wrappers.status import status_document
+    from govern.wrappers.hold import server_started
+    from govern.wrappers.status import status_document
 
     conn = connect(settings)
     server = detect(conn, replica_status=False)
@@ -180,9 +180,9 @@ def recover(
     from govern.output import print_json
     from govern.server import detect
     from govern.state import StateStore
-    from wrappers import journal
-    from wrappers.recovery import recover_server, sweep_events
-    from wrappers.status import recover_document
+    from govern.wrappers import journal
+    from govern.wrappers.recovery import recover_server, sweep_events
+    from govern.wrappers.status import recover_document
 
     conn = _connect_with_retry(settings, wait)
     server = detect(conn, replica_status=False)
@@ -236,8 +236,8 @@ def history(state_path: str | None, as_json: bool, name: str | None, limit: int 
     """Every run: name, command, start, end, exit code, mode and its blind window."""
     from govern.output import print_json
     from govern.state import StateStore
-    from wrappers import journal
-    from wrappers.status import history_document
+    from govern.wrappers import journal
+    from govern.wrappers.status import history_document
 
     with StateStore.open(state_path) as store:
         document = history_document(store, journal.history(store, name=name, limit=limit))

@@ -2,7 +2,7 @@
 
 It covers what no process on the client host can: the host itself dying or losing
 the network. The body is a compare-and-swap that also checks the claims
-(:mod:`wrappers.claims`), so it restores only when no run holds the variable any more:
+(:mod:`govern.wrappers.claims`), so it restores only when no run holds the variable any more:
 
     IF UNIX_TIMESTAMP() < <expiry> AND ROUND(@@GLOBAL.v * s) = <govern's value>
        AND COALESCE(IS_USED_LOCK('govern:slow:0'), …) IS NULL
@@ -27,8 +27,8 @@ import pymysql
 from govern.connection import Connection, error_text, query_all, query_one
 from govern.privileges import Grants
 from govern.server import ServerInfo
-from wrappers.claims import SLOTS, slot_lock
-from wrappers.variables import Variable
+from govern.wrappers.claims import SLOTS, slot_lock
+from govern.wrappers.variables import Variable
 
 PREFIX = "govern_deadman_"
 #: Seconds past the lease before the event fires: by then a dead holder's connection has

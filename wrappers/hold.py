@@ -1,6 +1,6 @@
 """A run's hold on a server variable: join, keep, let go; the last run out restores.
 
-Every decision is taken under the server-wide ``govern:mutex`` (:mod:`wrappers.claims`):
+Every decision is taken under the server-wide ``govern:mutex`` (:mod:`govern.wrappers.claims`):
 
 * **join** — if other runs hold the variable, take the value from before the first
   and the value in force from their claims; otherwise the value from before is the
@@ -26,10 +26,10 @@ import pymysql
 from govern.connection import Connection, ConnectionSettings, connect, error_text, query_one
 from govern.errors import ServerError
 from govern.state import StateStore, utcnow
-from wrappers import claims, deadman, journal
-from wrappers.claims import Claim, server_mutex
-from wrappers.journal import RunRecord
-from wrappers.variables import Variable
+from govern.wrappers import claims, deadman, journal
+from govern.wrappers.claims import Claim, server_mutex
+from govern.wrappers.journal import RunRecord
+from govern.wrappers.variables import Variable
 
 #: Errors that mean "the connection is gone", as opposed to "the server said no".
 CONNECTION_ERRORS = (pymysql.err.OperationalError, pymysql.err.InterfaceError, OSError)
@@ -69,7 +69,7 @@ def _remembered_original(store: StateStore, record: RunRecord, variable: Variabl
 
 
 class Holding:
-    """The wrapper's hold: its connection, claim and event, kept alive by :mod:`wrappers.lease`."""
+    """The wrapper's hold: its connection, claim and event, kept alive by :mod:`govern.wrappers.lease`."""
 
     def __init__(
         self,

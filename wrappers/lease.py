@@ -4,7 +4,7 @@ A renewal is one statement on the holder connection (its ``wait_timeout`` is the
 lease, so a host that falls silent loses its claim), a push of the dead-man event and
 the new deadline in the journal. When the connection is gone (killed from another
 session, network, server restart) the keeper reconnects with backoff and rejoins
-(:meth:`wrappers.hold.Holding.rejoin`).
+(:meth:`govern.wrappers.hold.Holding.rejoin`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pymysql
 
 from govern.errors import ServerError
-from wrappers.hold import CONNECTION_ERRORS, Holding
+from govern.wrappers.hold import CONNECTION_ERRORS, Holding
 
 
 class LeaseKeeper:

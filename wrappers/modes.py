@@ -21,7 +21,7 @@ from enum import StrEnum
 from govern.errors import ServerError
 from govern.privileges import Grants, grant_statement
 from govern.server import ServerInfo
-from wrappers import session
+from govern.wrappers import session
 
 
 class Mode(StrEnum):

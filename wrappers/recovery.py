@@ -1,7 +1,7 @@
 """Repairing runs that could not finish themselves: ``govern recover``, the watchdog, every run.
 
 A journal entry is stale when its govern process is gone (same host) or its lease
-expired. Repairing it is finishing the run on its behalf (:func:`wrappers.hold.repair`):
+expired. Repairing it is finishing the run on its behalf (:func:`govern.wrappers.hold.repair`):
 leave the setting to live runs, or compare-and-swap it back, drop its event.
 """
 
@@ -14,9 +14,9 @@ import pymysql
 from govern.connection import Connection, ConnectionSettings, connect, error_text
 from govern.server import ServerInfo
 from govern.state import StateStore, utcnow
-from wrappers import blind, deadman, hold, journal, variables
-from wrappers.hold import Outcome
-from wrappers.journal import RunRecord
+from govern.wrappers import blind, deadman, hold, journal, variables
+from govern.wrappers.hold import Outcome
+from govern.wrappers.journal import RunRecord
 
 
 @dataclasses.dataclass

@@ -3,11 +3,11 @@
 The library entry point is :func:`run`; ``govern run`` is a thin Click shell over it,
 and the scheduler may call either. The steps, for a mode that changes a global:
 
-1. fork the watchdog (:mod:`wrappers.watchdog`); connect, detect the server, repair
+1. fork the watchdog (:mod:`govern.wrappers.watchdog`); connect, detect the server, repair
    stale journal entries of this server;
-2. choose the mode (:mod:`wrappers.modes`) and journal the run;
-3. join (:mod:`wrappers.hold`): claim, arm the dead-man event, change the setting;
-4. run the job (:mod:`wrappers.job`) while the lease is kept (:mod:`wrappers.lease`);
+2. choose the mode (:mod:`govern.wrappers.modes`) and journal the run;
+3. join (:mod:`govern.wrappers.hold`): claim, arm the dead-man event, change the setting;
+4. run the job (:mod:`govern.wrappers.job`) while the lease is kept (:mod:`govern.wrappers.lease`);
 5. finish: the last run restores (compare-and-swap); list connections left blind.
 """
 
@@ -28,15 +28,15 @@ from govern.output import warn as print_warning
 from govern.privileges import read_grants
 from govern.server import ServerInfo, current_account, detect, with_replica_status
 from govern.state import StateStore, default_state_path, utcnow
-from wrappers import blind, deadman, journal, session
-from wrappers.hold import CONNECTION_ERRORS, Holding, Outcome
-from wrappers.job import JobResult, SignalRelay, find_program, run_job
-from wrappers.journal import RunRecord
-from wrappers.lease import LeaseKeeper
-from wrappers.modes import Choice, Mode, choose
-from wrappers.recovery import Repair, recover_server
-from wrappers.variables import LONG_QUERY_TIME, slow_log
-from wrappers.watchdog import Watchdog, spawn
+from govern.wrappers import blind, deadman, journal, session
+from govern.wrappers.hold import CONNECTION_ERRORS, Holding, Outcome
+from govern.wrappers.job import JobResult, SignalRelay, find_program, run_job
+from govern.wrappers.journal import RunRecord
+from govern.wrappers.lease import LeaseKeeper
+from govern.wrappers.modes import Choice, Mode, choose
+from govern.wrappers.recovery import Repair, recover_server
+from govern.wrappers.variables import LONG_QUERY_TIME, slow_log
+from govern.wrappers.watchdog import Watchdog, spawn
 
 DEFAULT_LEASE_S = 60.0
 DEFAULT_GRACE_S = 10.0

@@ -9,7 +9,7 @@ is nothing to restore if anything dies. Two ways in:
 * ``mysql``/``mariadb`` client jobs: ``govern run`` writes an option file with an
   ``init-command`` in the ``[mysql]`` group and points ``MYSQL_HOME`` (or
   ``MARIADB_HOME``) at it. MariaDB's 10.11 client reads ``$MYSQL_HOME/my.cnf``
-  (measured, tests/test_run_session.py); MySQL documents that file as read by the
+  (measured, tests/run/test_run_session.py); MySQL documents that file as read by the
   server only, so its client needs ``--defaults-extra-file=$GOVERN_DEFAULTS_FILE``.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from govern.server import ServerInfo, build_info
-from wrappers.job import find_program
+from govern.wrappers.job import find_program
 
 #: The largest long_query_time a server accepts (one year).
 LONG_QUERY_TIME_MAX = 31_536_000

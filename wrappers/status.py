@@ -14,9 +14,9 @@ from govern.connection import Connection, query_dicts
 from govern.privileges import Grants
 from govern.server import ServerInfo
 from govern.state import StateStore
-from wrappers import blind, claims, deadman, journal, variables
-from wrappers.journal import RunRecord
-from wrappers.recovery import Repair
+from govern.wrappers import blind, claims, deadman, journal, variables
+from govern.wrappers.journal import RunRecord
+from govern.wrappers.recovery import Repair
 
 STATUS_SCHEMA = "govern.run.status"
 RECOVER_SCHEMA = "govern.run.recover"

@@ -2,7 +2,7 @@
 
 Values are kept as integers in the variable's own unit (the slow-log switch: 0/1;
 ``long_query_time``: microseconds), because they are compared (compare-and-swap),
-carried bit by bit in user-lock names (:mod:`wrappers.claims`) and written into a
+carried bit by bit in user-lock names (:mod:`govern.wrappers.claims`) and written into a
 server-side event body: an integer survives all three exactly, a float does not.
 """
 

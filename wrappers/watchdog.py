@@ -129,7 +129,7 @@ def _log(message: str) -> None:
 
 def _recover(settings: ConnectionSettings, store: StateStore, run_id: str, why: str) -> bool:
     """Repair the run, retrying with backoff for up to GIVE_UP_S while the server is away."""
-    from wrappers.recovery import repair_run
+    from govern.wrappers.recovery import repair_run
 
     deadline = time.monotonic() + GIVE_UP_S
     delay = 0.5

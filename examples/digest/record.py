@@ -16,11 +16,10 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent.parent / "tests"))
+sys.path.insert(0, str(HERE.parent.parent))
 
-from digest_support import record_workload, rules_workload  # noqa: E402
-
-from harness import temporary_server  # noqa: E402
+from tests.digest.support import record_workload, rules_workload  # noqa: E402
+from tests.harness import temporary_server  # noqa: E402
 
 
 def main() -> None:

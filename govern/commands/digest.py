@@ -26,7 +26,7 @@ from govern.errors import EXIT_FINDINGS, UsageError
 from govern.output import print_json, warn
 
 if TYPE_CHECKING:
-    from rules.digest import DigestRuleOptions
+    from govern.rules.digest import DigestRuleOptions
 
 _FORMATS = ("text", "json", "md", "html")
 _SEVERITIES = ("info", "warning", "error")
@@ -169,9 +169,9 @@ def _rule_options(
         if given:
             raise UsageError(f"{given[0]} has no effect with --no-rules")
         return None
-    from rules.digest import DigestRuleOptions
-    from rules.model import Severity
-    from rules.registry import parse_selectors
+    from govern.rules.digest import DigestRuleOptions
+    from govern.rules.model import Severity
+    from govern.rules.registry import parse_selectors
 
     return DigestRuleOptions(
         select=parse_selectors(select, "--select") if select else None,
@@ -331,8 +331,8 @@ def _load(name: str) -> Digest:
 def _load_rules() -> None:
     import sqlglot  # noqa: F401
 
-    import rules.digest
-    import rules.sql.statement  # noqa: F401
+    import govern.rules.digest
+    import govern.rules.sql.statement  # noqa: F401
 
 
 def _warn_about_inputs(result: Digest) -> None:
@@ -395,7 +395,7 @@ def _emit(
     document = build_document(result)
     exit_code = 0
     if rule_options is not None:
-        from rules.digest import check_document
+        from govern.rules.digest import check_document
 
         report = check_document(document, rule_options)
         report.annotate(document)

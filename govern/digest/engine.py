@@ -5,7 +5,7 @@ their statements (govern/fingerprint.py) and aggregates them per class
 (govern/digest/aggregate.py). It is the reference: the Rust core
 (native/src/range.rs, driven by govern/digest/native_total.py) implements the
 same range digest, and both must render identical JSON
-(tests/test_digest_native_conformance.py). Without the core, the runner runs
+(tests/digest/test_digest_native_conformance.py). Without the core, the runner runs
 this one in worker processes.
 
 Speed comes from working in batches rather than event by event: statements are

@@ -341,7 +341,7 @@ _PARTS: dict[str, Callable[[_Class], Any]] = {
     "rows_per_statement": lambda c: rows_per_statement(c.agg),
     "overhead": lambda c: overhead_figures(c.agg),
     "tables": lambda c: tables(c.fingerprint),
-    "findings": lambda c: [],  # filled by the digest rules (rules.digest), if they run
+    "findings": lambda c: [],  # filled by the digest rules (govern.rules.digest), if they run
     "state": lambda c: state_document(c.agg),
 }
 
@@ -571,7 +571,7 @@ def build_document(digest: Digest) -> dict[str, Any]:
         "unreported": LazyDocuments(
             sorted(unreported, key=lambda key: query_id(key.fingerprint)), _unreported_document
         ),
-        "rules": None,  # the digest rules' summary (rules.digest), if they run
+        "rules": None,  # the digest rules' summary (govern.rules.digest), if they run
     }
 
 

@@ -48,8 +48,8 @@ def windows_from_history(document: dict[str, Any], source: str = "history") -> l
 
 def windows_from_state(store: StateStore) -> list[Window]:
     """Every blind window this host's ``govern run`` recorded in the state store."""
-    from wrappers import journal
-    from wrappers.status import window_json
+    from govern.wrappers import journal
+    from govern.wrappers.status import window_json
 
     return [window(raw) for record in journal.history(store) if (raw := window_json(record))]
 

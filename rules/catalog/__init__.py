@@ -1,5 +1,5 @@
 """The rule catalog; importing this package registers every rule."""
 
-from rules.catalog import batch, meta, qc, runtime
+from govern.rules.catalog import batch, meta, qc, runtime
 
 __all__ = ["batch", "meta", "qc", "runtime"]

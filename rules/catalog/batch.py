@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from govern.reports import seconds
-from rules.base import Context, Option, Rule
-from rules.evidence import ClassFacts, ceil_div, plural
-from rules.model import Finding, Need, Severity
-from rules.registry import register
-from rules.sql.lexer import NUMBER, OP, PARAM, QIDENT, STRING, WORD
-from rules.sql.statement import Statement
+from govern.rules.base import Context, Option, Rule
+from govern.rules.evidence import ClassFacts, ceil_div, plural
+from govern.rules.model import Finding, Need, Severity
+from govern.rules.registry import register
+from govern.rules.sql.lexer import NUMBER, OP, PARAM, QIDENT, STRING, WORD
+from govern.rules.sql.statement import Statement
 
 MAX_PLACEHOLDERS = 65_535
 #: Rows per statement the batching advice and its estimates assume.

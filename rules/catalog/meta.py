@@ -14,11 +14,11 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from rules.base import Context, Rule
-from rules.model import Finding, Severity
-from rules.registry import register
-from rules.sql.lexer import ERROR, OP, PARAM, WORD
-from rules.sql.statement import CACHE_HINTS, Statement
+from govern.rules.base import Context, Rule
+from govern.rules.model import Finding, Severity
+from govern.rules.registry import register
+from govern.rules.sql.lexer import ERROR, OP, PARAM, WORD
+from govern.rules.sql.statement import CACHE_HINTS, Statement
 
 #: First words of the statements MySQL and MariaDB accept (scripts and stored programs).
 STATEMENT_WORDS = frozenset(

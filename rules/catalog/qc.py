@@ -1,7 +1,7 @@
 """Query-cache policy: SQL_CACHE only where the cache can store and correctly serve a result.
 
 Facts behind these rules were measured on MariaDB 10.11.19 (docs/notes/issue-5.md,
-tests/test_rules_server.py re-checks them on the test server) and taken from the
+tests/rules/test_rules_server.py re-checks them on the test server) and taken from the
 MySQL 5.7 manual ("How the Query Cache Operates"). The surprise: MariaDB's
 explicit SQL_CACHE *overrides* its own "never cache" list, so a query with NOW(),
 a user variable or FOR UPDATE is stored and a later identical query is served
@@ -13,11 +13,11 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterator
 
-from rules.base import Context, Option, Rule
-from rules.model import Finding, Need, Severity
-from rules.registry import register
-from rules.sql.lexer import SYSVAR, VAR, WORD
-from rules.sql.statement import CACHE_HINTS, Statement
+from govern.rules.base import Context, Option, Rule
+from govern.rules.model import Finding, Need, Severity
+from govern.rules.registry import register
+from govern.rules.sql.lexer import SYSVAR, VAR, WORD
+from govern.rules.sql.statement import CACHE_HINTS, Statement
 
 #: Functions whose result is not a function of table data (MySQL's never-cache list).
 VOLATILE_FUNCTIONS = frozenset(

@@ -13,12 +13,12 @@ import dataclasses
 from collections.abc import Iterator
 
 from govern.reports import seconds
-from rules.base import Context, Option, Rule
-from rules.catalog.qc import never_stored_reasons, sql_cache_index, unsafe_reasons
-from rules.evidence import ClassFacts, DigestEvidence, duration, plural
-from rules.model import Finding, Need, Severity
-from rules.registry import register
-from rules.sql.statement import CACHE_HINTS, Statement
+from govern.rules.base import Context, Option, Rule
+from govern.rules.catalog.qc import never_stored_reasons, sql_cache_index, unsafe_reasons
+from govern.rules.evidence import ClassFacts, DigestEvidence, duration, plural
+from govern.rules.model import Finding, Need, Severity
+from govern.rules.registry import register
+from govern.rules.sql.statement import CACHE_HINTS, Statement
 
 #: query_cache_limit's default: larger results are never stored.
 QUERY_CACHE_LIMIT = 1024 * 1024

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from rules.sql.lexer import (
+from govern.rules.sql.lexer import (
     COMMENT,
     DELIMITER,
     OP,
@@ -22,7 +22,7 @@ from rules.sql.lexer import (
     token_blocks,
     tokenize,
 )
-from rules.sql.statement import Loop, Statement
+from govern.rules.sql.statement import Loop, Statement
 
 _PROGRAMS = frozenset({"PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE"})
 _BLOCK_ENDS = frozenset({"IF", "LOOP", "WHILE", "REPEAT"})

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from functools import cached_property
 from typing import Any
 
-from rules.sql.lexer import NUMBER, OP, PARAM, QIDENT, STRING, WORD, Source, Token, tokenize
+from govern.rules.sql.lexer import NUMBER, OP, PARAM, QIDENT, STRING, WORD, Source, Token, tokenize
 
 #: Words that may follow SELECT before its select list (MariaDB/MySQL select options).
 SELECT_OPTIONS = frozenset(

@@ -1,0 +1,156 @@
+"""``govern digest --format html`` end to end: a recorded log, a real ``govern run`` window.
+
+The slow log of the test MariaDB records a workload, a ``govern run --mode global``
+in its middle (the log is off while it runs), and more workload; the page must
+shade that run's blind window on both load charts, read from the state store.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.browser import png_size
+from tests.digest.slowlogs import record, recording
+from tests.paths import REPO
+
+
+def govern(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "govern", *args], capture_output=True, text=True)
+
+
+def queries(connect: Any, n: int, pause: float = 0.0) -> None:
+    conn = connect("govern_app", tcp=True, database="app")
+    with conn.cursor() as cur:
+        for i in range(n):
+            cur.execute("SELECT %s + 1", (i,))
+        if pause:
+            cur.execute("SELECT SLEEP(%s)", (pause,))
+    conn.close()
+
+
+def same_minute_for(seconds: float) -> None:
+    """Wait until the next ``seconds`` fit in the current wall-clock minute.
+
+    Toggling the slow log makes MariaDB write a banner, and the banner swallows the
+    next event's ``# Time:`` line (pt-query-digest's parser, which govern keeps: see
+    docs/digest.md), so the events after the run keep the time from before it. If
+    the run crossed a minute, the per-minute timeline would end before the window.
+    """
+    left = 60 - time.time() % 60
+    if left < seconds:
+        time.sleep(left + 0.1)
+
+
+def test_html_page_with_the_blind_window_of_a_real_run(
+    server: Any, connect: Any, tmp_path: Path, state_path: Path, browser: Any
+) -> None:
+    same_minute_for(15)
+    with recording(server, "html-run") as log:
+        queries(connect, 50, pause=0.05)
+        run = govern(
+            "run",
+            "--defaults-file",
+            str(server.defaults_file("govern_admin")),
+            "--state",
+            str(state_path),
+            "--mode",
+            "global",
+            "--name",
+            "nightly-load",
+            "--",
+            "sleep",
+            "1.5",
+        )
+        assert run.returncode == 0, run.stderr
+        time.sleep(0.2)
+        queries(connect, 50)
+    page = tmp_path / "report.html"
+    result = govern(
+        "digest", str(log), "--format", "html", "-o", str(page), "--state", str(state_path)
+    )
+    assert result.returncode == 0, result.stderr
+    html = page.read_text()
+    assert html.count('data-window="blind: nightly-load"') == 2  # on both load charts
+    assert "govern run global mode" in html and "select sleep(?)" in html
+    opened = browser.open(page, screenshot=tmp_path / "report.png")
+    assert opened.clean, (opened.console_errors, opened.page_errors, opened.requests)
+    assert opened.charts == {"timeseries": 2, "bars": 1, "histogram": 1}
+    assert png_size(tmp_path / "report.png")[0] == 1280
+    # Without the state file (another host), no window; the same run saved as history shades it.
+    bare = tmp_path / "bare.html"
+    assert (
+        govern(
+            "digest",
+            str(log),
+            "--format",
+            "html",
+            "-o",
+            str(bare),
+            "--state",
+            str(tmp_path / "none.db"),
+        ).returncode
+        == 0
+    )
+    assert "data-window" not in bare.read_text() and not (tmp_path / "none.db").exists()
+    history = tmp_path / "history.json"
+    history.write_text(govern("history", "--json", "--state", str(state_path)).stdout)
+    saved = tmp_path / "saved.html"
+    args = (
+        "--format",
+        "html",
+        "-o",
+        str(saved),
+        "--state",
+        str(tmp_path / "none.db"),
+        "--windows",
+        str(history),
+    )
+    assert govern("digest", str(log), *args).returncode == 0
+    assert saved.read_text().count('data-window="blind: nightly-load"') == 2
+
+
+def workload(pause: float) -> Any:
+    def run(conn: Any) -> None:
+        with conn.cursor() as cur:
+            cur.execute("DROP TABLE IF EXISTS dh")
+            cur.execute("CREATE TABLE dh (id INT PRIMARY KEY, v INT)")
+            for i in range(80):
+                cur.execute("INSERT INTO dh VALUES (%s, %s)", (i, i))
+            for _ in range(4):
+                cur.execute("SELECT SLEEP(%s), COUNT(*) FROM dh", (pause,))
+
+    return run
+
+
+def test_compare_two_govern_digests(server: Any, connect: Any, tmp_path: Path) -> None:
+    saved = []
+    for name, pause in (("cmp-before", 0.005), ("cmp-after", 0.05)):
+        log = record(server, connect, name, workload(pause))
+        out = govern("digest", str(log), "--format", "json")
+        assert out.returncode == 0, out.stderr
+        path = tmp_path / f"{name}.json"
+        path.write_text(out.stdout)
+        saved.append(str(path))
+    strict = ("--threshold", "200%", "--min-time", "50ms")
+    compared = govern("digest", "compare", *saved, "--format", "json", *strict)
+    assert compared.returncode == 1, compared.stderr
+    document = json.loads(compared.stdout)
+    slower = [c["fingerprint"] for c in document["classes"] if c["status"] == "slower"]
+    assert slower == ["select sleep(?), count(*) from dh"]
+    assert document["before"]["producer"] == document["after"]["producer"] == "govern"
+    assert "govern digest compare" in govern("digest", "--help").stdout
+
+
+def test_output_options_belong_to_html(tmp_path: Path) -> None:
+    log = REPO / "examples" / "mariadb-slow.log"
+    wrong = govern("digest", str(log), "-o", str(tmp_path / "x.txt"))
+    assert wrong.returncode == 2 and "-o: only with --format html" in wrong.stderr
+    assert not (tmp_path / "x.txt").exists()
+    page = tmp_path / "example.html"
+    assert govern("digest", str(log), "--format", "html", "-o", str(page)).returncode == 0
+    assert page.read_text().count('data-chart="timeseries"') == 2

@@ -1,0 +1,146 @@
+"""The native digest core through its Python binding (govern.native) and the runner.
+
+The core's own tests (every corpus event and 30,000 statements against pt-query-digest's
+Perl code, ranges merged equal the whole log, classes equal pt's) run with ``cargo test``
+in scripts/test, and tests/digest/test_digest_native_conformance.py requires the Python engine's
+JSON from it; these check what Python sees: pt's classes, a stream digested as the file,
+the class cap, bad input, and the fallback when the extension is not built.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from govern import native
+from govern.digest.native_total import NativePartial
+from govern.digest.result import full_document
+from govern.digest.runner import DigestOptions, digest_paths
+from tests.paths import require_corpus
+
+pytestmark = pytest.mark.skipif(
+    not native.available(), reason="native core not built (no cargo at install time)"
+)
+
+
+def pt_classes(path: Path) -> dict[str, tuple[int, float]]:
+    """fingerprint -> (count, Query_time sum) from pt-query-digest's JSON report."""
+    if shutil.which("pt-query-digest") is None:
+        pytest.skip("pt-query-digest is not installed (percona-toolkit)")
+    out = subprocess.run(
+        ["pt-query-digest", "--no-version-check", "--output", "json", "--limit", "100%", str(path)],
+        capture_output=True,
+        check=True,
+    ).stdout
+    doc = json.loads(out.decode("utf-8", "surrogateescape"))
+    return {
+        c["fingerprint"]: (c["query_count"], float(c["metrics"]["Query_time"]["sum"]))
+        for c in doc["classes"]
+    }
+
+
+def classes_of(partial: NativePartial) -> dict[str, tuple[int, float]]:
+    """fingerprint -> (count, Query_time sum) of the classes that have a Query_time."""
+    found = {}
+    for index in range(partial.class_count()):
+        agg = partial.class_at(index)
+        if "Query_time" in agg.metrics:
+            found[agg.fingerprint.decode("utf-8", "surrogateescape")] = (
+                agg.count,
+                agg.metrics["Query_time"].total / 1e6,
+            )
+    return found
+
+
+def core_digest(data: bytes) -> NativePartial:
+    """``data`` as one range into a total: the binding alone, no runner."""
+    total = native.new_total(10_000)
+    total.add(native.range_handle(data, 0, len(data), len(data), 10_000, None, None, True, 0), 0, 0)
+    total.finish()
+    return NativePartial(total)
+
+
+def test_fingerprint_and_query_id_are_pts() -> None:
+    fp = native.fingerprint(b"SELECT * FROM t WHERE a=TRUE and b IN (1,2,3) order by x ASC, y asc")
+    assert fp == b"select * from t where a=? and b in(?+) order by x, y"
+    assert native.query_id(b"begin") == "8D589AFA4DFAEEED85FFF5AA78E5FF6A"
+
+
+def test_classes_equal_pt_query_digest() -> None:
+    log = require_corpus() / "mariadb" / "mixed-workload.log"
+    want = pt_classes(log)
+    partial = digest_paths([str(log)], DigestOptions(jobs=2, segment=65_536)).partial
+    assert isinstance(partial, NativePartial)
+    got = classes_of(partial)
+    assert got.keys() == want.keys()
+    for fp, (count, total) in want.items():
+        assert got[fp][0] == count, fp
+        assert got[fp][1] == pytest.approx(total, rel=1e-9, abs=1e-6), fp
+
+
+def test_stream_equals_file(tmp_path: Path) -> None:
+    """A compressed log goes through the stream path (blocks of bytes), a plain one is
+    mapped: the same classes and totals."""
+    corpus = require_corpus()
+    for log in [corpus / "mariadb" / "mixed-workload.log", corpus / "percona" / "slow002.txt"]:
+        packed = tmp_path / (log.name + ".gz")
+        packed.write_bytes(gzip.compress(log.read_bytes()))
+        options = DigestOptions(jobs=2, segment=65_537)
+        whole = json.dumps(full_document(digest_paths([str(log)], options))["classes"])
+        streamed = json.dumps(full_document(digest_paths([str(packed)], options))["classes"])
+        assert streamed.replace(str(packed), str(log)) == whole, log
+
+
+def test_class_cap_sends_the_rest_to_other() -> None:
+    log = require_corpus() / "mariadb" / "mixed-workload.log"
+    full = digest_paths([str(log)], DigestOptions(jobs=2)).partial
+    capped = digest_paths([str(log)], DigestOptions(jobs=2, max_classes=10)).partial
+    assert full.class_count() > 10 and capped.class_count() == 10
+    assert capped.other is not None
+    kept = sum(capped.class_at(i).count for i in range(10))
+    assert kept + capped.other.count == capped.events == full.events
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"\x00\xff\xfe" * 1000,
+        b"# Time: 071218 11:48:27\n# User@Host: a[a] @ h []\n# Query_time: 1",  # truncated
+        b"# Query_time: 0.5  Lock_time: 0\nSELECT '\xc3\x28 \xff';\n# Query_time: x1  Lock_time: 0\nSELECT 2;\n",
+    ],
+    ids=["empty", "binary", "truncated", "broken-utf8"],
+)
+def test_bad_input_is_counted_not_fatal(content: bytes) -> None:
+    digest = core_digest(content)
+    classes = sum(digest.class_at(i).count for i in range(digest.class_count()))
+    assert classes + (digest.other.count if digest.other else 0) == digest.events
+    if content.startswith(b"# Time"):
+        assert (digest.events, digest.malformed) == (0, 1)  # the input ends inside it
+    if content.startswith(b"# Query_time: 0.5"):
+        assert digest.events == 1
+        # "x1" is not a Query_time: that event is counted, not aggregated; it is on line 3.
+        assert digest.malformed == 1
+        assert [(m.line, m.reason) for m in digest.malformed_kept] == [
+            (3, "Query_time is not a number: x1")
+        ]
+
+
+def test_govern_imports_without_the_extension() -> None:
+    # A Python that cannot import govern._native sees available() False, not an error.
+    code = (
+        "import sys; sys.modules['govern._native'] = None\n"
+        "from govern import native\n"
+        "assert not native.available()\n"
+        "try:\n    native.fingerprint(b'x')\nexcept RuntimeError as e:\n    print('fallback:', e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.startswith("fallback: the native digest core is not available")

@@ -1,0 +1,100 @@
+"""Tokeniser and splitter: what MySQL clients and migration tools treat as one statement."""
+
+from __future__ import annotations
+
+from govern.rules.sql.lexer import ERROR, PARAM, STRING, VAR, WORD, Source, tokenize
+from govern.rules.sql.split import parse_script
+from govern.rules.sql.statement import Statement
+
+
+def texts(sql: str) -> list[str]:
+    return [s.text for s in parse_script(sql).statements]
+
+
+def test_semicolons_inside_strings_comments_and_identifiers() -> None:
+    sql = "SELECT 'a;b'; SELECT \"c;\" /* ; */ FROM t; SELECT `x;y` FROM t -- ;\n;"
+    assert texts(sql) == ["SELECT 'a;b'", 'SELECT "c;" /* ; */ FROM t', "SELECT `x;y` FROM t"]
+
+
+def test_mysql_comment_and_string_rules() -> None:
+    kinds = [(t.kind, t.value) for t in tokenize("SELECT 1--1, 'it''s', 'a\\'b' # c\n, @v, %s, ?")]
+    assert (STRING, "'it''s'") in kinds and (STRING, "'a\\'b'") in kinds
+    assert ("op", "-") in kinds  # 1--1 is arithmetic: -- needs a space to start a comment
+    assert (VAR, "@v") in kinds
+    assert [v for k, v in kinds if k is PARAM] == ["%s", "?"]
+
+
+def test_executable_comments_are_code() -> None:
+    words = [
+        t.value for t in tokenize("SELECT /*!40001 SQL_NO_CACHE */ * FROM t") if t.kind is WORD
+    ]
+    assert words == ["SELECT", "SQL_NO_CACHE", "FROM", "T"]
+
+
+def test_delimiter_lines_and_procedures_without_them() -> None:
+    sql = (
+        "DELIMITER //\n"
+        "CREATE PROCEDURE p() BEGIN SELECT 1; SELECT 2; END //\n"
+        "DELIMITER ;\n"
+        "CREATE PROCEDURE q()\nBEGIN\n  IF 1 THEN SELECT 3; END IF;\n  CASE WHEN 1 THEN SELECT 4; END CASE;\nEND;\n"
+        "SELECT CASE WHEN 1 THEN 2 END;\n"
+    )
+    script = parse_script(sql)
+    assert [s.creates for s in script.statements] == ["PROCEDURE", "PROCEDURE", None]
+    assert [b.text for b in script.statements[0].body] == ["SELECT 1", "SELECT 2"]
+    assert [b.text for b in script.statements[1].body] == ["SELECT 3", "SELECT 4"]
+
+
+def test_a_column_named_delimiter_is_not_a_client_command() -> None:
+    assert texts("CREATE TABLE t (\ndelimiter CHAR(1)\n);\nSELECT 1;") == [
+        "CREATE TABLE t (\ndelimiter CHAR(1)\n)",
+        "SELECT 1",
+    ]
+
+
+def test_loops_and_cursors_in_bodies() -> None:
+    sql = """CREATE PROCEDURE p()
+BEGIN
+  DECLARE c CURSOR FOR SELECT id FROM t;
+  l: LOOP
+    FETCH c INTO v;
+    WHILE x DO INSERT INTO u VALUES (v); END WHILE;
+  END LOOP l;
+  REPEAT DELETE FROM t LIMIT 10; UNTIL ROW_COUNT() = 0 END REPEAT;
+END;"""
+    body = parse_script(sql).statements[0].body
+    loops = {b.text: [(loop.kind, loop.cursor) for loop in b.loops] for b in body}
+    assert loops["INSERT INTO u VALUES (v)"] == [("LOOP", "c"), ("WHILE", None)]
+    assert loops["DELETE FROM t LIMIT 10"] == [("REPEAT", None)]
+    assert loops["DECLARE c CURSOR FOR SELECT id FROM t"] == []
+
+
+def test_positions_are_one_based_lines_and_columns() -> None:
+    script = parse_script("SELECT 1;\n  SELECT\n    2;")
+    assert [s.position() for s in script.statements] == [(1, 1), (2, 3)]
+    assert script.statements[1].lines == (2, 3)
+    assert Source("ab\ncd").position(4) == (2, 2)
+
+
+def test_unterminated_string_is_a_token_not_a_crash() -> None:
+    tokens = tokenize("SELECT 'abc\nFROM t")
+    assert tokens[-1].kind is ERROR and tokens[-1].value == "unterminated string"
+
+
+def test_statement_structure_helpers() -> None:
+    s = Statement.from_sql(
+        "WITH c AS (SELECT id FROM a) SELECT SQL_CACHE x.id FROM c JOIN db1.b AS x USE INDEX (i) "
+        "ON x.id = c.id, d WHERE 1"
+    )
+    assert s.verb == "SELECT" and s.outer_select == 9
+    assert [t.qualified for t in s.tables] == ["a", "db1.b", "d"]
+    insert = Statement.from_sql(
+        "INSERT INTO t (a, b) VALUES (1, (2)), (3, 4) AS new ON DUPLICATE KEY UPDATE b = new.b"
+    )
+    assert (
+        insert.row_count == 2
+        and insert.row_alias_index is not None
+        and insert.odku_index is not None
+    )
+    assert Statement.from_sql("INSERT INTO t SET a = 1").row_count == 1
+    assert Statement.from_sql("INSERT INTO t SELECT * FROM u").row_count == 0

@@ -1,0 +1,331 @@
+"""The catalog: every mistake is one line naming file:line, exit 2, before anything runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from govern.errors import ConfigError
+from govern.schedulers.catalog import find_cycle, load_catalog, parse_duration
+from tests.schedule.support import write_catalog
+
+GOOD = """
+    name = "nightly"
+    policy = "two-ended"
+
+    [defaults]
+    timeout = "30m"
+    retries = 1
+
+    [sizing]
+    query = "SELECT type, approx_rows FROM nightly.row_counts"
+
+    [schedule]
+    cron = "30 1 * * *"
+    timezone = "Europe/Paris"
+    misfire_grace = "2h"
+
+    [lag_guard]
+    max_lag = "30s"
+
+    [workers.r1]
+    host = "db-r1"
+    concurrency = 2
+
+    [workers.r2]
+    host = "db-r2"
+    end = "long"
+
+    [jobs.clicks]
+    command = "./job.sh click"
+
+    [jobs.views]
+    command = ["./job.sh", "view"]
+    key = "page_view"
+    depends_on = ["clicks"]
+    weight = 3
+    timeout = "1h30m"
+    workers = ["r2"]
+
+    [jobs.totals]
+    sql = "totals.sql"
+    rows = 10
+    retries = 0
+"""
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> Path:
+    (tmp_path / "totals.sql").write_text("SELECT 1;\n")
+    _script(tmp_path)
+    return write_catalog(tmp_path, GOOD)
+
+
+def test_a_good_catalog_loads_with_defaults_applied(good: Path) -> None:
+    catalog = load_catalog(good)
+    assert catalog.name == "nightly" and catalog.policy == "two-ended"
+    assert [w.name for w in catalog.workers] == ["r1", "r2"]
+    assert catalog.worker("r1").concurrency == 2 and catalog.worker("r2").end == "long"
+    clicks, views, totals = catalog.jobs
+    assert clicks.command == ("/bin/sh", "-c", "./job.sh click") and clicks.key == "clicks"
+    assert clicks.timeout == 1800 and clicks.retries == 1
+    assert views.command == ("./job.sh", "view") and views.key == "page_view"
+    assert views.depends_on == ("clicks",) and views.workers == ("r2",) and views.weight == 3
+    assert views.timeout == 5400
+    assert totals.sql == good.parent / "totals.sql" and totals.rows == 10 and totals.retries == 0
+    assert [j.order for j in catalog.jobs] == [0, 1, 2]
+    assert catalog.schedule is not None and catalog.schedule.misfire_grace == 7200
+    assert catalog.schedule.coalesce is True
+    assert catalog.lag_guard is not None and catalog.lag_guard.max_lag == 30
+    assert catalog.lag_guard.heartbeat_table == "percona.heartbeat"
+
+
+def _script(folder: Path) -> None:
+    """The job.sh the catalogs name (a list command's program must exist)."""
+    if not (folder / "job.sh").exists():
+        (folder / "job.sh").write_text("#!/bin/sh\n")
+        (folder / "job.sh").chmod(0o755)
+
+
+def _error(tmp_path: Path, body: str, script: bool = True) -> str:
+    (tmp_path / "totals.sql").write_text("SELECT 1;\n")
+    if script:
+        _script(tmp_path)
+    path = write_catalog(tmp_path, body)
+    with pytest.raises(ConfigError) as raised:
+        load_catalog(path)
+    message = raised.value.message
+    assert "\n" not in message
+    return message.replace(str(path), "CATALOG")
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            ('depends_on = ["clicks"]', 'depends_on = ["clickz"]'),
+            "CATALOG:33: job views: unknown dependency 'clickz' (did you mean 'clicks'?)",
+        ),
+        (('workers = ["r2"]', 'workers = ["r3"]'), "CATALOG:36: job views: unknown worker 'r3'"),
+        (
+            ("retries = 0", "retires = 0"),
+            "CATALOG:41: unknown key 'retires' in [jobs.totals] (did you mean 'retries'?)",
+        ),
+        (
+            ('timeout = "1h30m"', 'timeout = "soon"'),
+            "CATALOG:35: timeout: expected a duration like '90s', '30m' or '1h30m', got 'soon'",
+        ),
+        (
+            ('policy = "two-ended"', 'policy = "random"'),
+            "CATALOG:2: policy must be one of fifo, sjf, ljf, wspt, two-ended; got 'random'",
+        ),
+        (
+            ('sql = "totals.sql"', 'sql = "missing.sql"'),
+            "CATALOG:39: sql file missing.sql: no such file",
+        ),
+        (
+            ('host = "db-r2"', 'host = "db-r2"\npassword = "hunter2"'),
+            "CATALOG:25: a password does not belong in the catalog: use defaults_file (a 0600 option file)",
+        ),
+        (
+            ('cron = "30 1 * * *"', 'cron = "61 1 * * *"'),
+            "CATALOG:12: schedule: Error validating expression '61': the last value (61) is higher than the maximum value (59)",
+        ),
+        (
+            ('timezone = "Europe/Paris"', 'timezone = "Mars/Olympus"'),
+            "CATALOG:13: unknown timezone 'Mars/Olympus'",
+        ),
+        (
+            ("concurrency = 2", "concurrency = 0"),
+            "CATALOG:21: concurrency must be an integer >= 1, got 0",
+        ),
+        (
+            ('command = "./job.sh click"', 'command = "./job.sh click"\nsql = "totals.sql"'),
+            "CATALOG:27: a job needs exactly one of sql = FILE or command = ...",
+        ),
+        (("rows = 10", 'rows = 10\nkey = "t"'), "CATALOG:40: size a job one way: key or rows"),
+    ],
+)
+def test_mistakes_name_the_line(tmp_path: Path, change: tuple[str, str], expected: str) -> None:
+    old, new = change
+    assert old in GOOD
+    assert _error(tmp_path, GOOD.replace(old, new, 1)) == expected
+
+
+def test_a_cycle_is_shown_whole(tmp_path: Path) -> None:
+    body = (
+        GOOD
+        + """
+    [jobs.a]
+    command = "true"
+    depends_on = ["c"]
+
+    [jobs.b]
+    command = "true"
+    depends_on = ["a"]
+
+    [jobs.c]
+    command = "true"
+    depends_on = ["b"]
+    """
+    )
+    assert _error(tmp_path, body) == "CATALOG:45: dependency cycle: a -> c -> b -> a"
+
+
+def test_toml_syntax_error_has_its_line(tmp_path: Path) -> None:
+    message = _error(tmp_path, GOOD.replace("[jobs.totals]", "[jobs.totals"))
+    assert message.startswith("CATALOG:38: ")
+
+
+def test_no_workers_or_jobs(tmp_path: Path) -> None:
+    assert _error(tmp_path, "[jobs.a]\ncommand = 'true'\n") == (
+        "CATALOG:1: the catalog needs at least one [workers.NAME] table"
+    )
+    assert _error(tmp_path, "[workers.a]\n") == (
+        "CATALOG:1: the catalog needs at least one [jobs.NAME] or [each.NAME] table"
+    )
+
+
+def test_wrap_needs_govern_run(tmp_path: Path) -> None:
+    from govern.schedulers.launch import wrap_available
+
+    body = GOOD.replace('command = "./job.sh click"', 'command = "./job.sh click"\nwrap = true')
+    if wrap_available():  # accepted once `govern run` exists
+        (tmp_path / "totals.sql").write_text("SELECT 1;\n")
+        _script(tmp_path)
+        assert load_catalog(write_catalog(tmp_path, body)).job("clicks").wrap is True
+    else:
+        assert _error(tmp_path, body) == (
+            "CATALOG:29: job clicks: wrap = true needs `govern run`, which this govern does not have"
+        )
+
+
+def test_durations() -> None:
+    assert parse_duration(90) == 90
+    assert parse_duration("90") == 90
+    assert parse_duration("1h30m") == 5400
+    assert parse_duration("500ms") == 0.5
+    assert parse_duration("2d") == 172800
+    for bad in ("", "1x", "m5", "-5", True, "5m 3"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+
+
+def test_find_cycle() -> None:
+    assert find_cycle({"a": ("b",), "b": ()}) is None
+    assert find_cycle({"a": ("b",), "b": ("a",)}) == ["a", "b", "a"]
+    deep = {f"j{i}": (f"j{i + 1}",) for i in range(5000)}
+    deep["j5000"] = ()
+    assert find_cycle(deep) is None  # iterative: no recursion limit
+
+
+def test_cli_bad_catalog_is_one_line_exit_2(tmp_path: Path) -> None:
+    _script(tmp_path)
+    path = write_catalog(tmp_path, GOOD.replace("retries = 0", "retires = 0"))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "govern",
+            "schedule",
+            "plan",
+            str(path),
+            "--state",
+            str(tmp_path / "s.db"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"govern: error: {path}:41: unknown key 'retires' in [jobs.totals] (did you mean 'retries'?)"
+    ]
+
+
+TEMPLATED = """
+    [sizing]
+    query = "SELECT type, n FROM counts"
+
+    [workers.r1]
+    host = "db-r1"
+
+    [jobs.prepare]
+    command = "true"
+
+    [jobs.purchase]
+    sql = "purchase.sql"
+
+    [each.summary]
+    command = ["./job.sh", "{key}"]
+    depends_on = ["prepare"]
+    timeout = "10m"
+
+    [jobs.report]
+    command = "true"
+    depends_on = ["summary", "purchase"]
+"""
+
+
+def test_templates_make_one_job_per_unclaimed_key(tmp_path: Path) -> None:
+    _script(tmp_path)
+    (tmp_path / "purchase.sql").write_text("SELECT 1;\n")
+    catalog = load_catalog(write_catalog(tmp_path, TEMPLATED))
+    assert [j.name for j in catalog.jobs] == ["prepare", "purchase", "report"]
+    expanded, unusable = catalog.expand(["click", "purchase", "page_view", "bad key", "click"])
+    names = [j.name for j in expanded.jobs]
+    assert names == ["prepare", "purchase", "summary.click", "summary.page_view", "report"]
+    assert [j.order for j in expanded.jobs] == [0, 1, 2, 3, 4]
+    click = expanded.job("summary.click")
+    assert click.command == ("./job.sh", "click") and click.key == "click"
+    assert click.template == "summary" and click.timeout == 600 and click.depends_on == ("prepare",)
+    assert expanded.job("report").depends_on == ("summary.click", "summary.page_view", "purchase")
+    assert unusable == ["'bad key' (not a safe job name)"]
+    assert expanded.templates == ()
+
+
+def test_template_sql_per_key_must_exist(tmp_path: Path) -> None:
+    (tmp_path / "sql").mkdir()
+    (tmp_path / "sql" / "click.sql").write_text("SELECT 1;\n")
+    body = (
+        TEMPLATED.replace('[jobs.purchase]\n    sql = "purchase.sql"\n', "")
+        .replace(', "purchase"', "")
+        .replace('command = ["./job.sh", "{key}"]', 'sql = "sql/{key}.sql"')
+    )
+    catalog = load_catalog(write_catalog(tmp_path, body))
+    expanded, unusable = catalog.expand(["click", "view"])
+    assert [j.name for j in expanded.jobs] == ["prepare", "summary.click", "report"]
+    assert expanded.job("summary.click").sql == tmp_path / "sql" / "click.sql"
+    assert unusable == [f"summary.view ({tmp_path}/sql/view.sql does not exist)"]
+
+
+def test_template_errors(tmp_path: Path) -> None:
+    (tmp_path / "purchase.sql").write_text("SELECT 1;\n")
+    clash = TEMPLATED + "\n    [each.prepare]\n    command = 'true'\n"
+    assert _error(tmp_path, clash) == "CATALOG:22: prepare is both a job and a template"
+    sized = TEMPLATED.replace('timeout = "10m"', 'timeout = "10m"\n    rows = 5')
+    assert _error(tmp_path, sized) == "CATALOG:17: unknown key 'rows' in [each.summary]"
+    loop = TEMPLATED.replace('depends_on = ["prepare"]', 'depends_on = ["report"]')
+    assert _error(tmp_path, loop) == "CATALOG:20: dependency cycle: report -> summary -> report"
+
+
+def test_a_command_script_must_exist_and_be_executable(tmp_path: Path) -> None:
+    assert _error(tmp_path, GOOD, script=False) == "CATALOG:31: command ./job.sh: no such file"
+    (tmp_path / "job.sh").write_text("#!/bin/sh\n")
+    assert _error(tmp_path, GOOD) == "CATALOG:31: command ./job.sh: not executable (chmod +x)"
+    (tmp_path / "job.sh").chmod(0o755)
+    load_catalog(tmp_path / "summaries.toml")
+
+
+def test_old_job_logs_are_pruned(tmp_path: Path) -> None:
+    from govern.schedulers.night import prune_logs
+
+    for night in (1, 2, 10, 11):
+        (tmp_path / str(night)).mkdir()
+        (tmp_path / str(night) / "job.1.log").write_text("x")
+    (tmp_path / "notes").mkdir()
+    prune_logs(tmp_path, keep=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["10", "11", "notes"]

@@ -1,0 +1,149 @@
+"""The lag guard against a real replica: pt-heartbeat's table (checked against
+`pt-heartbeat --check`), and replica status when there is no heartbeat table."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from govern.connection import connect as govern_connect
+from govern.connection import resolve_settings
+from govern.schedulers.catalog import LagGuard, load_catalog
+from govern.schedulers.lag import measure_lag
+from govern.schedulers.night import run_night
+from govern.server import detect
+from govern.state import StateStore
+from tests.harness import MariaDB
+from tests.schedule.support import worker_table, write_catalog
+
+pytestmark = pytest.mark.server
+
+PT_HEARTBEAT = shutil.which("pt-heartbeat")
+
+
+def _replica_has(replica: MariaDB, table: str, timeout: float = 120) -> None:
+    schema, name = table.split(".")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with replica.connect().cursor() as cur:  # type: ignore[attr-defined]
+            cur.execute(
+                "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
+                (schema, name),
+            )
+            if cur.fetchone()[0]:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"{table} did not replicate")
+
+
+@pytest.mark.skipif(PT_HEARTBEAT is None, reason="pt-heartbeat (percona-toolkit) is not installed")
+def test_lag_guard_reads_pt_heartbeat_and_keeps_jobs_off_a_lagging_replica(
+    server: MariaDB, replica: MariaDB, connect: Any, tmp_path: Path, state_path: Path
+) -> None:
+    table = f"percona.hb_{uuid.uuid4().hex[:8]}"
+    with connect("govern_admin").cursor() as cur:
+        cur.execute("CREATE DATABASE IF NOT EXISTS percona")
+    primary_cnf = server.defaults_file("govern_admin")
+    replica_cnf = replica.defaults_file("govern_admin")
+    subprocess.run(
+        [
+            PT_HEARTBEAT or "",
+            f"--defaults-file={primary_cnf}",
+            "-D",
+            "percona",
+            "--table",
+            table.split(".")[1],
+            "--create-table",
+            "--update",
+            "--interval",
+            "0.2",
+            "--run-time",
+            "1",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    _replica_has(replica, table)
+    time.sleep(1.6)  # the heartbeat stopped: the replica's copy grows old, as if it lagged
+    settings = resolve_settings(defaults_file=str(replica_cnf), environ={})
+    conn = govern_connect(settings)
+    guard = LagGuard(max_lag=1.0, heartbeat_table=table, heartbeat_utc=False, check_interval=0.5)
+    ours = measure_lag(conn, detect(conn), guard)
+    check = subprocess.run(
+        [
+            PT_HEARTBEAT or "",
+            f"--defaults-file={replica_cnf}",
+            "-D",
+            "percona",
+            "--table",
+            table.split(".")[1],
+            "--check",
+            "--master-server-id",
+            "1",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    again = measure_lag(conn, detect(conn), guard)
+    conn.close()
+    assert ours.source == f"pt-heartbeat {table}"
+    assert ours.seconds is not None and again.seconds is not None
+    assert ours.seconds - 0.3 <= float(check.stdout.strip()) <= again.seconds + 0.3
+    assert ours.seconds > 1.5
+
+    path = write_catalog(
+        tmp_path,
+        f'policy = "two-ended"\n[lag_guard]\nmax_lag = "1s"\nheartbeat_table = "{table}"\ncheck_interval = "0.2s"\n'
+        + worker_table("main", primary_cnf)
+        + worker_table("replica", replica_cnf)
+        + '[jobs.a]\ncommand = "sleep 0.3"\n[jobs.b]\ncommand = "sleep 0.3"\n[jobs.c]\ncommand = "sleep 0.3"\n',
+    )
+    with StateStore.open(state_path) as store:
+        night = run_night(load_catalog(path), store, show_progress=False, notify=lambda m: None)
+    assert night["status"] == "ok"
+    assert {j["worker"] for j in night["jobs"]} == {"main"}
+    assert night["summary"]["lag_waits_s"]["replica"] > 0.5
+    workers = {w["name"]: w for w in night["workers"]}
+    assert workers["replica"]["lag_source"] == f"pt-heartbeat {table}"
+    assert workers["replica"]["lag_s"] > 1
+
+
+def test_lag_guard_falls_back_to_replica_status(
+    server: MariaDB, replica: MariaDB, tmp_path: Path, state_path: Path
+) -> None:
+    deadline = time.monotonic() + 120
+    settings = resolve_settings(
+        defaults_file=str(replica.defaults_file("govern_admin")), environ={}
+    )
+    conn = govern_connect(settings)
+    guard = LagGuard(
+        max_lag=5.0,
+        heartbeat_table="percona.no_such_heartbeat",
+        heartbeat_utc=False,
+        check_interval=1,
+    )
+    lag = measure_lag(conn, detect(conn), guard)
+    while lag.seconds is None and time.monotonic() < deadline:  # the replica may still connect
+        time.sleep(0.2)
+        lag = measure_lag(conn, detect(conn), guard)
+    conn.close()
+    assert lag.source == "replica status" and lag.seconds == 0
+    path = write_catalog(
+        tmp_path,
+        'policy = "two-ended"\n[lag_guard]\nmax_lag = "5s"\nheartbeat_table = "percona.no_such_heartbeat"\n'
+        + worker_table("main", server.defaults_file("govern_admin"))
+        + worker_table("replica", replica.defaults_file("govern_admin"))
+        + '[jobs.a]\ncommand = "sleep 0.2"\n[jobs.b]\ncommand = "sleep 0.2"\n',
+    )
+    with StateStore.open(state_path) as store:
+        night = run_night(load_catalog(path), store, show_progress=False, notify=lambda m: None)
+    assert {j["worker"] for j in night["jobs"]} == {"main", "replica"}
+    assert night["summary"]["lag_waits_s"]["replica"] == 0
