@@ -1,6 +1,6 @@
 """Connection settings resolved the way DBAs already work, and the one place that connects.
 
-Precedence, per setting (highest first) — documented in the README:
+Precedence, per setting (highest first) — documented in docs/connecting.md:
 
 1. explicit options: ``--host/-h``, ``--port/-P``, ``--user/-u``, ``--socket/-S``, ``--database/-D``
 2. ``--dsn mysql://user@host:port/db?unix_socket=...`` (never with a password: argv is public)

@@ -1,6 +1,6 @@
 """Errors that end a command, each carrying the exit code the CLI returns.
 
-Exit codes are a contract (README, "Exit codes"): 0 ok, 1 findings or a failed
+Exit codes are a contract (README.md, "Exit codes"): 0 ok, 1 findings or a failed
 job, 2 usage or configuration error, 3 server or connection error. Raise one
 of these for anything a user can cause; the CLI prints ``govern: <message>``
 on one line and exits with the code. Anything else is a bug and may traceback.

@@ -5,7 +5,7 @@ A fingerprint is a query with its literals abstracted (``WHERE id = 5`` ->
 This module reproduces ``QueryRewriter::fingerprint`` of pt-query-digest
 (percona-toolkit 3.x) byte for byte, defects included, so govern's query IDs
 join with pt-query-digest, PMM and Anemometer data. The algorithm, step by step,
-and the defects kept for compatibility are specified in docs/digest.md.
+and the defects kept for compatibility are specified in docs/design/digest-engines.md.
 
 Everything works on bytes, as Perl does: ``lc``, ``\\w`` and ``\\s`` are
 ASCII-only, and the query ID is the MD5 of the fingerprint's bytes. Text in
@@ -199,7 +199,8 @@ _B_DOUBLE_QUOTED = re.compile(rb'"[^\x00]*?"')
 _B_SINGLE_QUOTED = re.compile(rb"'[^\x00]*?'")
 # A shortcut, not a pt step: an IN or VALUES list of plain integers and quoted strings
 # (already ``?``) ends as ``in(?+)`` whatever its length, so shrink it to ``in(0)``
-# before the number pass has to replace every item. Equivalence argued in docs/digest.md.
+# before the number pass has to replace every item. Equivalence argued in
+# docs/design/digest-engines.md ("The fingerprint").
 _B_LITERAL_LIST = re.compile(
     rb"([Ii](?<=\b.)[Nn]|[Vv](?<=\b.)[Aa][Ll][Uu][Ee][Ss]?)\s*\(\s*[0-9?][0-9?,\s]*\)"
 )

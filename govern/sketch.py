@@ -8,9 +8,9 @@ equals a serial one bit for bit.
 
 Values are integers: govern measures every numeric attribute in micro-units
 (``Query_time: 0.000316`` is 316, ``Rows_sent: 5`` is 5,000,000), so there is no
-floating point anywhere in here, and a compiled reimplementation (issue 10)
+floating point anywhere in here, and the Rust core (native/src/sketch.rs)
 reproduces every bucket and every percentile exactly. The specification, in
-docs/digest.md, is this:
+docs/design/digest-engines.md ("The sketch"), is this:
 
 * ``SUB_BITS = 7``. For ``v >= 0``: ``shift = max(0, v.bit_length() - 8)``,
   ``key = (shift << 7) + (v >> shift)``. Keys 0..255 hold the values 0..255

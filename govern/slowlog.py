@@ -9,7 +9,7 @@ both tools see the same events (the conformance tests compare class by class):
   ``Time Id Command Argument``) are removed wherever they appear. Like pt, the
   banner pattern only knows ``mysqld``: MariaDB's ``mariadbd, Version`` line is
   not a banner, so the event before a MariaDB banner swallows the one after it
-  (a pt defect kept for compatibility, documented in docs/digest.md).
+  (a pt defect kept for compatibility, documented in docs/design/digest-engines.md).
 * In a record, the leading lines that start with ``#``, ``use `` or
   ``SET timestamp|insert_id|last_insert_id`` are the header; the statement is
   everything from the first other line on.

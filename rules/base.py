@@ -3,7 +3,7 @@
 A rule receives a :class:`~govern.rules.sql.statement.Statement` (from a file, or a
 digest class's sample with its statistics) and a :class:`Context` (target server,
 the file around the statement), and yields findings. Its docstring carries
-``Anti-pattern`` and ``Best practice`` SQL that the tests run. docs/rules.md
+``Anti-pattern`` and ``Best practice`` SQL that the tests run. docs/design/rules.md
 explains the API with an example.
 """
 

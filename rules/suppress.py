@@ -10,7 +10,8 @@ Forms (in ``--``, ``#`` or ``/* */`` comments; IDs comma-separated; no IDs = all
 A suppression covers the lines of the statement it is attached to, so it works on
 the closing line of a 10,000-line INSERT as well as on its first. Suppressions
 that name unknown rules are META002; ones that suppress nothing are META003. The
-same parser reads comments inside a digest class's sample query (issue 6).
+same parser reads comments inside a digest class's sample query (docs/lint.md,
+"Configuration").
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 A bad catalog (a cycle, an unknown dependency or worker, a typo in a key, a
 missing SQL file) fails with one ``file:line: message`` and exit 2, so a night
-never starts half-configured. The format is documented in the README
-("Nightly summaries").
+never starts half-configured. The format is documented in docs/schedule.md
+("The catalog").
 """
 
 from __future__ import annotations

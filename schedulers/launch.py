@@ -35,7 +35,7 @@ from govern.schedulers.catalog import JobSpec
 
 
 def wrap_available() -> bool:
-    """True when this govern has the `govern run` command (issue 3)."""
+    """True when this govern has the `govern run` command (docs/run.md)."""
     from govern.cli import COMMANDS
 
     return "run" in COMMANDS

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-#: Flags known to work as root on a machine without network (see the README, Development).
+#: Flags known to work as root on a machine without network (see docs/design/reports.md, "Tests").
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

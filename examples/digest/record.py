@@ -1,7 +1,7 @@
 """Record examples/digest/rules-slow.log.gz again: the digest rules' workload on a fresh MariaDB.
 
 Starts a throwaway MariaDB (tests/harness.py; needs mariadb-server), runs
-tests/digest_support.rules_workload with every statement logged
+tests/digest/support.rules_workload with every statement logged
 (long_query_time = 0, query_cache_type = DEMAND), and writes the slow log,
 gzip-compressed, next to this script. Run from the repository root:
 

@@ -1,4 +1,4 @@
-//! Attribute names as the digest treats them (docs/digest.md, "Attributes"): which are
+//! Attribute names as the digest treats them (docs/design/digest-engines.md, "Numbers"): which are
 //! not workload measures, which are counted by value although numbers, and a cache that
 //! decides each name once (logs repeat the same header lines in the same order).
 

@@ -1,4 +1,4 @@
-//! Attribute values the way govern's digest types them (docs/digest.md, "Numbers"),
+//! Attribute values the way govern's digest types them (docs/design/digest-engines.md, "Numbers"),
 //! the same as the Python engine's `classify` and `micro_units`.
 //!
 //! A value is a number when it is `\d+` or `[+-]?\d+\.\d*(?:[eE][+-]?\d+)?` (pt's test),

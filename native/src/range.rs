@@ -1,6 +1,6 @@
 //! One byte range of a log digested exactly as govern's Python engine digests it
-//! (`govern.digest.engine.digest_range`, specified in docs/digest.md): the range's
-//! records, every per-class aggregate of issue 4, 6 and 9, runs still open at the
+//! (`govern.digest.engine.digest_range`, specified in docs/design/digest-engines.md): the
+//! range's records, every per-class aggregate of that page, runs still open at the
 //! range's ends, line numbers counted from the range's start. Python turns the result
 //! into the engine's `Partial` by walking classes, and its runner splits, merges and
 //! stitches ranges as it does for the Python engine, so both give the same JSON.

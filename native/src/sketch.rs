@@ -1,4 +1,4 @@
-//! The mergeable quantile sketch of govern's digest (docs/digest.md, "The sketch"),
+//! The mergeable quantile sketch of govern's digest (docs/design/digest-engines.md, "The sketch"),
 //! bucket for bucket the same as the Python engine's `govern/sketch.py`.
 //!
 //! Values are integers (micro-units). Buckets are log-linear with `SUB_BITS = 7`:
@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn keys_as_documented() {
-        // docs/digest.md: 316 -> key 286 (316-317); 1,000,000 -> key 1780 (999,424-1,003,519).
+        // docs/design/digest-engines.md: 316 -> key 286 (316-317); 1,000,000 -> key 1780 (999,424-1,003,519).
         assert_eq!(key_of(316), 286);
         assert_eq!(key_range(286), (316, 317));
         assert_eq!(key_of(1_000_000), 1780);

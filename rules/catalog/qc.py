@@ -1,6 +1,6 @@
 """Query-cache policy: SQL_CACHE only where the cache can store and correctly serve a result.
 
-Facts behind these rules were measured on MariaDB 10.11.19 (docs/notes/issue-5.md,
+Facts behind these rules were measured on MariaDB 10.11.19 (docs/design/query-cache.md,
 tests/rules/test_rules_server.py re-checks them on the test server) and taken from the
 MySQL 5.7 manual ("How the Query Cache Operates"). The surprise: MariaDB's
 explicit SQL_CACHE *overrides* its own "never cache" list, so a query with NOW(),

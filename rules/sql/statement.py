@@ -2,7 +2,7 @@
 
 A statement is the subject of every static rule. It comes from a file (with
 ``file:line:column`` positions) or from a digest class (a sample query, the
-class ID and its statistics: issue 6). The structural helpers work on tokens
+class ID and its statistics, docs/design/rules.md "Subjects"). The structural helpers work on tokens
 and parenthesis depth only, so they stay fast and never choke on syntax a
 parser does not know; each is computed once, on first use.
 """
@@ -99,7 +99,7 @@ class Statement:
     loops: tuple[Loop, ...] = ()
     #: A BEGIN with no END before the end of the file.
     unclosed_block: bool = False
-    #: Digest subjects (issue 6): the class ID and its statistics.
+    #: Digest subjects (``govern digest``): the class ID and its statistics.
     class_id: str | None = None
     stats: Mapping[str, Any] | None = None
     #: Statements inside a stored program's body (for CREATE PROCEDURE and friends).

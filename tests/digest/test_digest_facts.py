@@ -1,4 +1,4 @@
-"""The facts the digest-time rules (issue 6) read: runs on one connection, rows per
+"""The facts the digest-time rules read: runs on one connection, rows per
 statement, per-statement overhead, tables, query-cache hits; and the class cap."""
 
 from __future__ import annotations

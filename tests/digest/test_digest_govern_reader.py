@@ -1,4 +1,4 @@
-"""The reports read ``govern.digest`` documents (issue 4's JSON) into their model."""
+"""The reports read ``govern.digest`` documents (docs/json.md) into their model."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ def same_minute_for(seconds: float) -> None:
 
     Toggling the slow log makes MariaDB write a banner, and the banner swallows the
     next event's ``# Time:`` line (pt-query-digest's parser, which govern keeps: see
-    docs/digest.md), so the events after the run keep the time from before it. If
+    docs/design/digest-engines.md), so the events after the run keep the time from before it. If
     the run crossed a minute, the per-minute timeline would end before the window.
     """
     left = 60 - time.time() % 60

@@ -1,4 +1,5 @@
-"""The native core behind the digest engine gives the Python engine's JSON (issue 10).
+"""The native core behind the digest engine gives the Python engine's JSON
+(docs/design/digest-engines.md, "The seam between the engines").
 
 Both engines digest the same inputs and the whole ``govern.digest`` document
 (``full_document``: classes, samples and their lines, sequences, leads, single-row

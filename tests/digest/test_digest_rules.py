@@ -1,6 +1,6 @@
 """The digest-time rules on slow logs recorded from the test MariaDB (long_query_time = 0).
 
-One workload (tests/digest_support.rules_workload) runs each rule's anti-pattern
+One workload (tests/digest/support.rules_workload) runs each rule's anti-pattern
 next to its best practice on separate query classes; the tests assert the
 findings, their evidence, and their absence.
 """

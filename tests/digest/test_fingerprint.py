@@ -39,7 +39,7 @@ def pt_fingerprints(queries: list[bytes]) -> list[bytes]:
     return out.split(b"\0") if queries else []
 
 
-# Each documented rule and each known pt defect (docs/digest.md), with pt's answer.
+# Each documented rule and each known pt defect (docs/design/digest-engines.md), with pt's answer.
 KNOWN = [
     ("SELECT * FROM t WHERE id = 5", "select * from t where id = ?"),
     (

@@ -33,7 +33,7 @@ def test_every_value_lies_in_its_bucket_within_the_stated_error() -> None:
 
 
 def test_bucket_specification_examples() -> None:
-    """docs/digest.md gives these; a compiled core must agree."""
+    """docs/design/digest-engines.md gives these; a compiled core must agree."""
     assert sketch.bucket_key(316) == 286  # Query_time 0.000316 s
     assert sketch.bucket_range(286) == (316, 317)
     assert sketch.bucket_key(1_000_000) == (12 << 7) + (1_000_000 >> 12)

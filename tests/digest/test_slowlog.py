@@ -57,7 +57,7 @@ def test_mariadb_explain_lines_broken_utf8_and_banner_mid_file() -> None:
     assert select.query.startswith("SELECT id, note FROM notes WHERE note LIKE '%日本%'")
     assert "\\xff\\xfe" in insert.query  # undecodable bytes shown, not dropped
     # pt's banner pattern knows mysqld but not mariadbd: the event after a MariaDB
-    # banner joins the one before it (kept for compatible classes; docs/digest.md).
+    # banner joins the one before it (kept for compatible classes; docs/design/digest-engines.md).
     assert flush.query.startswith("FLUSH SLOW LOGS;\n/usr/sbin/mariadbd, Version")
     assert cached.attributes["QC_hit"] == "Yes"
     # 'Schema:   QC_hit' (no schema): pt drops Schema, so the digest inherits the last db.

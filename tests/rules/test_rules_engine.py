@@ -1,4 +1,4 @@
-"""The engine as the digest rules (issue 6) use it: one subject with a class ID."""
+"""The engine as the digest rules use it: one subject with a class ID."""
 
 from __future__ import annotations
 

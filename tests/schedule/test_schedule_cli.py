@@ -344,7 +344,7 @@ def test_wrapped_job_command_line(server: MariaDB, tmp_path: Path) -> None:
 
 @pytest.mark.skipif(
     not wrap_available(),
-    reason="`govern run` is not installed yet (issue 3); wrap = true lights up once it lands",
+    reason="this govern has no `govern run` command; wrap = true needs it",
 )
 def test_a_wrapped_job_runs_under_govern_run(
     server: MariaDB, tmp_path: Path, state_path: Path
