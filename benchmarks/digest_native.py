@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from govern.units import parse_size
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 CACHE = REPO / ".tmp" / "bench"
@@ -59,12 +61,6 @@ for i in range(partial.class_count()):
         classes[fp] = [agg.count, agg.metrics["Query_time"].total / 1e6]
 print(json.dumps({"seconds": secs, "rss_digest": rss, "events": partial.events, "classes": classes}))
 """
-
-
-def size_arg(text: str) -> int:
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    text = text.strip().upper()
-    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
 
 
 def measured(command: list[str]) -> tuple[float, int, bytes]:
@@ -236,10 +232,13 @@ def main() -> None:
         "--log", type=Path, help="slow log to digest (default: make one with the lab's scaler)"
     )
     ap.add_argument(
-        "--size", type=size_arg, default=size_arg("5G"), help="size of the made log (default 5G)"
+        "--size",
+        type=parse_size,
+        default=parse_size("5G"),
+        help="size of the made log (default 5G)",
     )
     ap.add_argument(
-        "--pt-slice", type=size_arg, default=size_arg("1G"), help="bytes pt reads (default 1G)"
+        "--pt-slice", type=parse_size, default=parse_size("1G"), help="bytes pt reads (default 1G)"
     )
     ap.add_argument("--pt-full", action="store_true", help="run pt-query-digest on the whole log")
     ap.add_argument("--threads", type=int, default=0, help="native threads (default: one per core)")

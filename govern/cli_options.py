@@ -1,4 +1,4 @@
-"""Options shared by commands: connection settings, state file, output format."""
+"""Options shared by commands: connection settings, state file, output format, durations."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+
+from govern.units import parse_duration
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -84,3 +86,20 @@ def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
         show_default=True,
         help="Output format.",
     )
+
+
+class Duration(click.ParamType):
+    """``90``, ``90s``, ``15m``, ``1h30m`` → seconds above 0, read by govern.units.parse_duration."""
+
+    name = "DURATION"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            seconds = parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        if seconds <= 0:
+            self.fail(f"expected a duration above 0, got {value!r}", param, ctx)
+        return seconds

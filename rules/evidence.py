@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from govern import sketch
+from govern import sketch, units
 from govern.digest.result import LazyClasses
 
 WRITE_VERBS = ("insert", "replace", "update", "delete")
@@ -186,7 +186,7 @@ class TableTraffic:
         count = self.changing_writes
         if not seconds:
             return f"{count:,} time{'' if count == 1 else 's'}"
-        return f"{count:,} time{'' if count == 1 else 's'} in {duration(seconds)}"
+        return f"{count:,} time{'' if count == 1 else 's'} in {units.duration(seconds, 'words')}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -379,17 +379,6 @@ def _completeness(
         if key and key.group(1) in _SEQUENCE_FILTERS:
             return False, f"--filter {text} leaves events out of connections' sequences"
     return True, None
-
-
-def duration(seconds: float) -> str:
-    """``45 s``, ``12 min``, ``6.0 h``, ``3.2 days``: a window for messages."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
 
 
 def plural(count: int, word: str, plural_form: str | None = None) -> str:

@@ -20,15 +20,13 @@ from typing import Any
 from govern.connection import ConnectionSettings, resolve_settings
 from govern.errors import ConfigError, GovernError
 from govern.schedulers.tomllines import key_lines, line_of
+from govern.units import parse_duration
 
 POLICIES = ("fifo", "sjf", "ljf", "wspt", "two-ended")
 WRAP_MODES = ("auto", "global", "threshold", "session")
 ENDS = ("short", "long")
 #: A job or worker name ends up in file names, environment values and `govern run --name`.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
 CONNECTION_KEYS = ("host", "port", "user", "socket", "database", "dsn", "defaults_file")
 _JOB_SETTINGS = ("timeout", "retries", "retry_delay", "wrap", "wrap_mode", "weight")
 _KEYS: dict[str, tuple[str, ...]] = {
@@ -314,30 +312,6 @@ class _Reader:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.fail(f"{key} must be a list of names", *where, key)
         return tuple(value)
-
-
-def parse_duration(value: object) -> float:
-    """``90``, ``"90s"``, ``"30m"``, ``"1h30m"``, ``"500ms"`` → seconds."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a duration like '30m', got {value!r}")
-    if isinstance(value, int | float):
-        if value < 0:
-            raise ValueError(f"a duration cannot be negative, got {value!r}")
-        return float(value)
-    if not isinstance(value, str):
-        raise ValueError(f"expected a duration like '30m', got {value!r}")
-    text = value.strip().lower()
-    if re.fullmatch(r"\d+(\.\d+)?", text):
-        return float(text)
-    total, position = 0.0, 0
-    for match in _DURATION_RE.finditer(text):
-        if text[position : match.start()].strip():
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        position = match.end()
-    if position == 0 or text[position:].strip():
-        raise ValueError(f"expected a duration like '90s', '30m' or '1h30m', got {value!r}")
-    return total
 
 
 def load_catalog(path: str | Path) -> Catalog:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from govern import units
 from govern.output import console as _rich_console
 from govern.schedulers.metrics import CURVE_MARKS
 
@@ -15,27 +16,6 @@ def console() -> Any:
     if not out.is_terminal:
         out.width = 200
     return out
-
-
-def seconds(value: float | None) -> str:
-    """``12.3s``, ``4m05s``, ``1h23m``: short enough for a table, exact enough for a DBA."""
-    if value is None:
-        return "-"
-    if value < 60:
-        return f"{value:.1f}s"
-    minutes, secs = divmod(round(value), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
-
-
-def share(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
-
-
-def rows(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
 
 
 def _table(title: str, columns: Sequence[str]) -> Any:
@@ -65,7 +45,7 @@ def _table(title: str, columns: Sequence[str]) -> Any:
 
 
 def curve_line(done_at: Mapping[str, float]) -> str:
-    marks = " ".join(f"{float(k) * 100:g}%:{share(done_at[k])}" for k in done_at)
+    marks = " ".join(f"{float(k) * 100:g}%:{units.share(done_at[k], 1)}" for k in done_at)
     return f"done by % of the night: {marks}"
 
 
@@ -82,17 +62,18 @@ def print_plan(plan: dict[str, Any]) -> None:
         table.add_row(
             job["name"],
             job["lane"],
-            rows(job["rows"]),
-            seconds(job["estimate_s"]),
+            units.count(job["rows"], "grouped"),
+            units.duration(job["estimate_s"], "clock"),
             job["estimate_method"],
-            "+" + seconds(job["predicted_start_s"]),
-            "+" + seconds(job["predicted_finish_s"]),
+            "+" + units.duration(job["predicted_start_s"], "clock"),
+            "+" + units.duration(job["predicted_finish_s"], "clock"),
         )
     out.print(table)
     summary = plan["summary"]
     out.print(
-        f"predicted: makespan {seconds(summary['makespan_s'])}, mean completion "
-        f"{seconds(summary['mean_completion_s'])}; {curve_line(summary['done_at'])}"
+        f"predicted: makespan {units.duration(summary['makespan_s'], 'clock')}, "
+        f"mean completion {units.duration(summary['mean_completion_s'], 'clock')}; "
+        f"{curve_line(summary['done_at'])}"
     )
     for item in plan["skipped"]:
         out.print(f"cannot run: {item['name']}: {item['reason']}")
@@ -131,29 +112,35 @@ def print_night(night: dict[str, Any], *, jobs: bool) -> None:
             table.add_row(
                 job["name"],
                 job["lane"] or "-",
-                rows(job["rows"]),
-                seconds(job["estimate_s"]),
-                seconds(job["actual_s"]),
+                units.count(job["rows"], "grouped"),
+                units.duration(job["estimate_s"], "clock"),
+                units.duration(job["actual_s"], "clock"),
                 error,
-                "+" + seconds(job["start_s"]) if job["start_s"] is not None else "-",
-                "+" + seconds(job["finish_s"]) if job["finish_s"] is not None else "-",
+                "+" + units.duration(job["start_s"], "clock")
+                if job["start_s"] is not None
+                else "-",
+                "+" + units.duration(job["finish_s"], "clock")
+                if job["finish_s"] is not None
+                else "-",
                 job["outcome"],
                 str(len(job["attempts"])),
             )
         out.print(table)
     if summary:
         out.print(
-            f"{summary['jobs']} jobs: {counts}; makespan {seconds(summary['makespan_s'])}, "
-            f"mean completion {seconds(summary['mean_completion_s'])}, done at 50% of the "
-            f"makespan: {share(summary['done_at_half_makespan'])}"
+            f"{summary['jobs']} jobs: {counts}; "
+            f"makespan {units.duration(summary['makespan_s'], 'clock')}, "
+            f"mean completion {units.duration(summary['mean_completion_s'], 'clock')}, "
+            f"done at 50% of the makespan: {units.share(summary['done_at_half_makespan'], 1)}"
         )
         error = summary.get("estimate_error", {})
         if error.get("jobs"):
             pct = error.get("median_abs_pct")
             out.print(
                 f"estimates: median error {'-' if pct is None else f'{pct:.0f}%'} over "
-                f"{error['jobs']} jobs; total {seconds(error['total_estimate_s'])} estimated, "
-                f"{seconds(error['total_actual_s'])} actual"
+                f"{error['jobs']} jobs; "
+                f"total {units.duration(error['total_estimate_s'], 'clock')} estimated, "
+                f"{units.duration(error['total_actual_s'], 'clock')} actual"
             )
     for job in night["jobs"]:
         if job["outcome"] in ("failed", "timeout", "skipped", "interrupted"):
@@ -196,8 +183,8 @@ def print_history(nights: Sequence[dict[str, Any]]) -> None:
                 else ""
             ),
             f"{outcomes.get('ok', 0)}/{len(night['jobs'])}" if night["jobs"] else "-",
-            seconds(summary.get("makespan_s")),
-            share(summary.get("done_at_half_makespan")),
+            units.duration(summary.get("makespan_s"), "clock"),
+            units.share(summary.get("done_at_half_makespan"), 1),
             "-" if error is None else f"{error:.0f}%",
         )
     console().print(table)
@@ -220,12 +207,12 @@ def print_simulation(report: dict[str, Any]) -> None:
     for row in report["policies"]:
         table.add_row(
             row["policy"],
-            seconds(row["makespan_s"]),
+            units.duration(row["makespan_s"], "clock"),
             f"{row['makespan_s'] / report['makespan_lower_bound_s']:.3f}"
             if report["makespan_lower_bound_s"]
             else "-",
-            seconds(row["mean_completion_s"]),
-            *[share(row["done_at"][m]) for m in marks],
+            units.duration(row["mean_completion_s"], "clock"),
+            *[units.share(row["done_at"][m], 1) for m in marks],
         )
     out.print(table)
     for note in report["notes"]:

@@ -5,7 +5,6 @@ Only ``run`` is on the hot path: it imports nothing beyond the runner (no rich).
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from pathlib import Path
@@ -13,27 +12,8 @@ from typing import Any
 
 import click
 
-from govern.cli_options import connection_options, state_option
+from govern.cli_options import Duration, connection_options, state_option
 from govern.connection import ConnectionSettings
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-class Duration(click.ParamType):
-    """``90``, ``90s``, ``15m``, ``2h``, ``1d`` → seconds."""
-
-    name = "DURATION"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float:
-        if isinstance(value, (int, float)):
-            return float(value)
-        match = _DURATION.match(str(value))
-        if not match or float(match.group(1)) <= 0:
-            self.fail(f"expected a duration like 90, 90s, 15m or 2h, got {value!r}", param, ctx)
-        return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def seconds(
@@ -255,6 +235,7 @@ def _short_time(stamp: str | None) -> str:
 def _print_history(document: dict[str, Any]) -> None:
     from rich.table import Table
 
+    from govern import units
     from govern.output import console
 
     table = Table(box=None, pad_edge=False)
@@ -264,7 +245,7 @@ def _print_history(document: dict[str, Any]) -> None:
         took = ""
         if run["ended_at"]:
             seconds = (_parse(run["ended_at"]) - _parse(run["started_at"])).total_seconds()
-            took = f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.0f}m"
+            took = units.duration(seconds, "clock")
         changed = (
             f"{run['variable']} {run['original_text']}→{run['set_text']}" if run["window"] else ""
         )

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from govern import units
 from govern.charts import svg
 from govern.charts.scale import Linear
-from govern.charts.units import share
 from govern.html.markup import Markup
 
 
@@ -30,8 +30,8 @@ def curve_chart(
     y_label: str,
     x_max: float = 1.0,
     y_max: float = 1.0,
-    x_format: Callable[[float], str] = share,
-    y_format: Callable[[float], str] = share,
+    x_format: Callable[[float], str] = units.share,
+    y_format: Callable[[float], str] = units.share,
     guides: Sequence[float] = (0.5,),
     width: int = 900,
     height: int = 320,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from govern import units
 from govern.charts import svg
 from govern.charts.scale import Linear, offset_ticks
-from govern.charts.units import duration
 from govern.html.markup import Markup
 
 #: Fill per outcome; anything else is drawn grey.
@@ -48,7 +48,7 @@ def gantt_chart(
     lanes: Sequence[str] | None = None,
     span: float | None = None,
     markers: Sequence[Marker] = (),
-    unit: Callable[[float], str] = duration,
+    unit: Callable[[float], str] = lambda v: units.duration(v, "spaced"),
     width: int = 900,
     lane_height: int = 26,
 ) -> Markup:

@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 
 from govern.errors import UsageError
 from govern.fingerprint import decode, query_id
+from govern.units import parse_duration
 
 KEYS = ("db", "user", "host", "fingerprint", "id")
 _FILTER = re.compile(r"^(db|user|host|fingerprint|id)\s*(!=|=|~)\s*(.*)$", re.S)
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 @dataclass(frozen=True)
@@ -104,10 +103,12 @@ def parse_filters(texts: tuple[str, ...] | list[str]) -> Filters | None:
 def parse_time(option: str, text: str, now: dt.datetime | None = None) -> str:
     """A ``--since``/``--until`` value as ``YYYY-MM-DD HH:MM:SS`` (log time)."""
     value = text.strip()
-    duration = _DURATION.match(value)
-    if duration:
-        amount, unit = duration.groups()
-        moment = (now or dt.datetime.now()) - dt.timedelta(seconds=float(amount) * _UNITS[unit])
+    try:  # a duration back from now ends with its unit; a date never does
+        back = parse_duration(value) if value[-1:].isalpha() else None
+    except ValueError:
+        back = None
+    if back is not None:
+        moment = (now or dt.datetime.now()) - dt.timedelta(seconds=back)
         return moment.strftime("%Y-%m-%d %H:%M:%S")
     for layout in (
         "%Y-%m-%d %H:%M:%S",

@@ -14,28 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def seconds(value: float | None) -> str:
-    """A duration the way DBAs read it: 1.2s, 340ms, 85us."""
-    if value is None:
-        return "-"
-    if value >= 100:
-        return f"{value:,.0f}s"
-    if value >= 1:
-        return f"{value:.2f}s"
-    if value >= 0.001:
-        return f"{value * 1000:.1f}ms"
-    return f"{value * 1_000_000:.0f}us"
-
-
-def amount(value: float | None) -> str:
-    """A count: 1.2k, 3.4M."""
-    if value is None:
-        return "-"
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= size:
-            return f"{value / size:.1f}{unit}"
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}"
+from govern import units
 
 
 def figure(name: str, metric: dict[str, Any], key: str) -> str:
@@ -44,8 +23,8 @@ def figure(name: str, metric: dict[str, Any], key: str) -> str:
     if value is None:
         return "-"
     if isinstance(metric.get("sum"), float) or name.endswith("_time") or name.endswith("_wait"):
-        return seconds(float(value))
-    return amount(value)
+        return units.duration(float(value), "compact")
+    return units.count(value, "compact")
 
 
 _FIRST_METRICS = (
@@ -129,7 +108,7 @@ def summary_lines(document: dict[str, Any]) -> list[str]:
     names = ", ".join(i["name"] + (f" ({i['host']})" if i.get("host") else "") for i in inputs)
     lines = [
         f"{totals['events']:,} events, {totals['classes']:,} classes, "
-        f"{seconds(totals['query_time'])} total query time",
+        f"{units.duration(totals['query_time'], 'compact')} total query time",
         f"inputs: {names}",
     ]
     if window["first_seen"]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from govern.charts.units import duration
+from govern import units
 from govern.reports.digest_input import Digest, QueryClass
 
 COMPARE_SCHEMA = "govern.digest.compare"
@@ -181,7 +181,7 @@ def _judge(change: Change, threshold: float, min_time: float) -> tuple[list[str]
             continue
         delta = new - old
         relative = delta / old if old > 0 else float("inf")
-        text = f"{name} {_signed(relative)} ({duration(old)} → {duration(new)})"
+        text = f"{name} {_signed(relative)} ({units.duration(old, 'spaced')} → {units.duration(new, 'spaced')})"
         if delta >= min_time and relative >= threshold:
             grew.append(text)
         elif -delta >= min_time and -relative >= threshold / (1 + threshold):

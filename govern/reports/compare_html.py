@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from govern import units
 from govern.charts import Pair, paired_bars
-from govern.charts.units import duration
 from govern.html.components import Column, badge, figures, note, table
 from govern.html.markup import tag
 from govern.html.page import Page
@@ -40,7 +40,7 @@ def compare_report(comparison: Comparison, *, generated_at: datetime | None = No
                 ("unchanged", counts["unchanged"]),
                 (
                     "total time",
-                    f"{duration(comparison.before.total_time)} → {duration(comparison.after.total_time)}",
+                    f"{units.duration(comparison.before.total_time, 'spaced')} → {units.duration(comparison.after.total_time, 'spaced')}",
                 ),
             ]
         ),
@@ -66,7 +66,7 @@ def compare_report(comparison: Comparison, *, generated_at: datetime | None = No
             ],
             label="Total time per class, before and after",
             names=("before", "after"),
-            unit=duration,
+            unit=lambda v: units.duration(v, "spaced"),
         ),
     )
     for status, title in SECTIONS:

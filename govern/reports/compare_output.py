@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from govern.charts.units import duration, integer
+from govern import units
 from govern.reports.compare import Change, Comparison
 from govern.reports.digest_input import Digest
 
@@ -19,8 +19,8 @@ SECTIONS = (
 def describe(digest: Digest) -> str:
     span = f", {digest.first_seen} – {digest.last_seen}" if digest.first_seen else ""
     return (
-        f"{digest.path} ({digest.producer}): {integer(digest.events)} events, "
-        f"{integer(len(digest.classes))} classes, {duration(digest.total_time)} total{span}"
+        f"{digest.path} ({digest.producer}): {units.count(digest.events, 'grouped', units.DASH)} events, "
+        f"{units.count(len(digest.classes), 'grouped', units.DASH)} classes, {units.duration(digest.total_time, 'spaced')} total{span}"
     )
 
 
@@ -29,7 +29,7 @@ def headline(comparison: Comparison) -> str:
     return (
         f"{counts['slower']} slower, {counts['new']} new, {counts['gone']} gone, "
         f"{counts['faster']} faster, {counts['unchanged']} unchanged "
-        f"(threshold {comparison.threshold:.0%}, at least {duration(comparison.min_time)})"
+        f"(threshold {comparison.threshold:.0%}, at least {units.duration(comparison.min_time, 'spaced')})"
     )
 
 
@@ -46,10 +46,19 @@ def cells(change: Change) -> list[str]:
     before, after = change.before, change.after
     return [
         change.id[-16:],
-        pair(integer(before.count if before else None), integer(after.count if after else None)),
-        pair(duration(before.p95 if before else None), duration(after.p95 if after else None)),
+        pair(
+            units.count(before.count if before else None, "grouped", units.DASH),
+            units.count(after.count if after else None, "grouped", units.DASH),
+        ),
+        pair(
+            units.duration(before.p95 if before else None, "spaced"),
+            units.duration(after.p95 if after else None, "spaced"),
+        ),
         _change(change.p95_change),
-        pair(duration(before.total if before else None), duration(after.total if after else None)),
+        pair(
+            units.duration(before.total if before else None, "spaced"),
+            units.duration(after.total if after else None, "spaced"),
+        ),
         _change(change.total_change),
     ]
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from govern import units
 from govern.charts import Bar, Window, bar_chart, histogram, time_chart
-from govern.charts.units import count, duration, integer, share
 from govern.html.components import Column, badge, code, details, figures, note, paged_table, table
 from govern.html.markup import Markup, join, tag
 from govern.html.page import Page, anchor
@@ -56,13 +56,13 @@ def digest_report(
                 Bar(
                     f"{rank}. {c.id[-16:]} {c.fingerprint}",
                     c.total_time,
-                    detail=f"{c.fingerprint[:300]}\n{integer(c.count)} queries, {duration(c.total_time)} total",
+                    detail=f"{c.fingerprint[:300]}\n{units.count(c.count, 'grouped')} queries, {units.duration(c.total_time, 'spaced')} total",
                     href=f"#{anchor('class', c.id)}",
                 )
                 for rank, c in enumerate(shown, start=1)
             ],
             label=f"Total query time of the top {len(shown)} classes",
-            unit=duration,
+            unit=lambda v: units.duration(v, "spaced"),
             label_width=380,
         ),
     )
@@ -75,7 +75,9 @@ def digest_report(
     )
     if rest:
         page.add(
-            "others", f"Other classes ({integer(len(rest))})", _others(digest, rest, len(shown) + 1)
+            "others",
+            f"Other classes ({units.count(len(rest), 'grouped')})",
+            _others(digest, rest, len(shown) + 1),
         )
     return page.render()
 
@@ -86,12 +88,15 @@ def _summary(digest: Digest, ranked: list[QueryClass]) -> Markup:
     parts: list[object] = [
         figures(
             [
-                ("events", integer(digest.events)),
-                ("classes", integer(len(digest.classes))),
-                ("total query time", duration(digest.total_time)),
-                ("time span", duration(span) if span is not None else "–"),
-                ("queries per second", count(digest.events / span) if span else "–"),
-                ("findings", integer(len(findings))),
+                ("events", units.count(digest.events, "grouped")),
+                ("classes", units.count(len(digest.classes), "grouped")),
+                ("total query time", units.duration(digest.total_time, "spaced")),
+                ("time span", units.duration(span, "spaced") if span is not None else "–"),
+                (
+                    "queries per second",
+                    units.count(digest.events / span, "significant") if span else "–",
+                ),
+                ("findings", units.count(len(findings), "grouped")),
             ]
         ),
     ]
@@ -145,7 +150,11 @@ def _load(digest: Digest, windows: Sequence[Window]) -> Markup:
             "This digest has no timeline (events per minute), so load over time cannot be drawn."
         )
     step, times, qps, load = digest.timeline.dense()
-    per = "minute" if step == 60 else duration(step).replace(" 00 m", "").replace(" 00 s", "")
+    per = (
+        "minute"
+        if step == 60
+        else units.duration(step, "spaced").replace(" 00 m", "").replace(" 00 s", "")
+    )
     parts: list[object] = [
         note(
             f"Averages per {per}. Shaded: blind windows recorded by govern run, when the slow "
@@ -153,12 +162,19 @@ def _load(digest: Digest, windows: Sequence[Window]) -> Markup:
             if windows
             else f"Averages per {per}. No blind windows were recorded for this time range."
         ),
-        time_chart(times, qps, label="Queries per second", unit=count, step=step, windows=windows),
+        time_chart(
+            times,
+            qps,
+            label="Queries per second",
+            unit=lambda v: units.count(v, "significant"),
+            step=step,
+            windows=windows,
+        ),
         time_chart(
             times,
             load,
             label="Query time per second (concurrent load)",
-            unit=lambda v: f"{v:g}" if v >= 1 else count(v),
+            unit=lambda v: f"{v:g}" if v >= 1 else units.count(v, "significant"),
             step=step,
             windows=windows,
             colour="#E69F00",
@@ -170,7 +186,7 @@ def _load(digest: Digest, windows: Sequence[Window]) -> Markup:
                 w.label,
                 _stamp(w.start),
                 _stamp(w.end) if w.end is not None else "still open",
-                duration((w.end or w.start) - w.start) if w.end else "–",
+                units.duration((w.end or w.start) - w.start, "spaced") if w.end else "–",
                 w.detail,
             ]
             for w in windows
@@ -195,7 +211,9 @@ def _stamp(epoch: float) -> str:
 
 
 def _metric_unit(name: str) -> Any:
-    return duration if name.lower().endswith("_time") else count
+    if name.lower().endswith("_time"):
+        return lambda v: units.duration(v, "spaced")
+    return lambda v: units.count(v, "significant")
 
 
 def _metrics_table(cls: QueryClass) -> Markup:
@@ -218,13 +236,13 @@ def _metrics_table(cls: QueryClass) -> Markup:
         rows.append(
             [
                 name,
-                f"{integer(n)} yes",
+                f"{units.count(n, 'grouped')} yes",
                 "",
                 "",
                 "",
                 "",
                 "",
-                share(n / cls.count if cls.count else 0),
+                units.share(n / cls.count if cls.count else 0),
             ]
         )
     return table(columns, rows)
@@ -240,7 +258,7 @@ def _class_section(digest: Digest, cls: QueryClass, rank: int, *, open: bool) ->
         [
             f"{rank}. ",
             tag("code", cls.id[-16:]),
-            f" · {share(part, 1)} of the time · {integer(cls.count)} queries · p95 {duration(cls.query_time.p95)} · ",
+            f" · {units.share(part, 1)} of the time · {units.count(cls.count, 'grouped')} queries · p95 {units.duration(cls.query_time.p95, 'spaced')} · ",
             tag("code", cls.fingerprint[:140] + ("…" if len(cls.fingerprint) > 140 else "")),
             *(join([" ", badge(f.get("severity", "info"))]) for f in cls.findings[:1]),
         ]
@@ -248,12 +266,12 @@ def _class_section(digest: Digest, cls: QueryClass, rank: int, *, open: bool) ->
     body: list[object] = [
         figures(
             [
-                ("queries", integer(cls.count)),
-                ("share of time", share(part, 1)),
-                ("total", duration(cls.total_time)),
-                ("avg", duration(cls.query_time.avg)),
-                ("p95", duration(cls.query_time.p95)),
-                ("max", duration(cls.query_time.max)),
+                ("queries", units.count(cls.count, "grouped")),
+                ("share of time", units.share(part, 1)),
+                ("total", units.duration(cls.total_time, "spaced")),
+                ("avg", units.duration(cls.query_time.avg, "spaced")),
+                ("p95", units.duration(cls.query_time.p95, "spaced")),
+                ("max", units.duration(cls.query_time.max, "spaced")),
             ]
         ),
         note(
@@ -262,7 +280,11 @@ def _class_section(digest: Digest, cls: QueryClass, rank: int, *, open: bool) ->
         tag(
             "div",
             tag("div", _metrics_table(cls)),
-            histogram(cls.histogram, label=f"Query_time histogram of {cls.id[-16:]}", unit=count)
+            histogram(
+                cls.histogram,
+                label=f"Query_time histogram of {cls.id[-16:]}",
+                unit=lambda v: units.count(v, "significant"),
+            )
             if cls.histogram
             else None,
             class_="row",
@@ -306,7 +328,11 @@ def _class_section(digest: Digest, cls: QueryClass, rank: int, *, open: bool) ->
                 table(
                     [Column(title[:-1].lower()), Column("queries", True), Column("share", True)],
                     [
-                        [name, integer(n), share(n / cls.count if cls.count else 0)]
+                        [
+                            name,
+                            units.count(n, "grouped"),
+                            units.share(n / cls.count if cls.count else 0),
+                        ]
                         for name, n in values[:TOP_VALUES]
                     ],
                 )
@@ -328,10 +354,10 @@ def _others(digest: Digest, rest: list[QueryClass], first: int) -> Markup:
         [
             first + i,
             tag("code", c.id[-16:]),
-            integer(c.count),
-            duration(c.total_time),
-            share(c.total_time / digest.total_time if digest.total_time else 0.0, 1),
-            duration(c.query_time.p95),
+            units.count(c.count, "grouped"),
+            units.duration(c.total_time, "spaced"),
+            units.share(c.total_time / digest.total_time if digest.total_time else 0.0, 1),
+            units.duration(c.query_time.p95, "spaced"),
             tag("code", c.fingerprint[:200]),
         ]
         for i, c in enumerate(listed)
@@ -351,6 +377,8 @@ def _others(digest: Digest, rest: list[QueryClass], first: int) -> Markup:
     ]
     if len(rest) > len(listed):
         parts.append(
-            note(f"{integer(len(rest) - len(listed))} smaller classes are not listed here.")
+            note(
+                f"{units.count(len(rest) - len(listed), 'grouped')} smaller classes are not listed here."
+            )
         )
     return join(parts)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import IO, Any
 
+from govern import units
 from govern.reports import (
-    amount,
     figure,
     finding_ids,
     metric_order,
     rules_lines,
-    seconds,
     summary_lines,
     top_values,
     unshown_findings,
@@ -72,9 +71,10 @@ def render(document: dict[str, Any], stream: IO[str], top: int | None = 20) -> N
         if len(fingerprint) > 100:
             fingerprint = fingerprint[:99] + "…"
         write(
-            f"| {rank} | `{item['id16']}` | {seconds(qt['sum'])} | {item['share'] * 100:.1f} "
-            f"| {amount(item['count'])} | {seconds(qt['avg'])} | {seconds(qt['p95'])} "
-            f"| {amount(examined['avg']) if examined else '-'} |"
+            f"| {rank} | `{item['id16']}` | {units.duration(qt['sum'], 'compact')} "
+            f"| {item['share'] * 100:.1f} | {units.count(item['count'], 'compact')} "
+            f"| {units.duration(qt['avg'], 'compact')} | {units.duration(qt['p95'], 'compact')} "
+            f"| {units.count(examined['avg'], 'compact') if examined else '-'} |"
             + (f" {finding_ids(item)} |" if rules else "")
             + f" `{_cell(fingerprint)}` |\n"
         )
@@ -117,7 +117,7 @@ def render(document: dict[str, Any], stream: IO[str], top: int | None = 20) -> N
         sample = item.get("sample")
         if sample:
             where = f" at `{sample['file']}:{sample['line']}`" if sample.get("file") else ""
-            write(f"\nWorst sample ({seconds(sample['query_time'])}{where}):\n\n")
+            write(f"\nWorst sample ({units.duration(sample['query_time'], 'compact')}{where}):\n\n")
             query = sample["query"]
             if len(query) > 4000:
                 query = query[:4000] + " /* … */"

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from govern import units
 from govern.charts import Marker, Pair, Series, Task, curve_chart, gantt_chart, paired_bars
-from govern.charts.units import duration, integer, share
 from govern.html.components import Column, badge, details, figures, note, table
 from govern.html.markup import Markup, join, tag
 from govern.html.page import Page, anchor, clock
@@ -73,9 +73,12 @@ def _summary(night: dict[str, Any], summary: dict[str, Any], makespan: float) ->
         figures(
             [
                 ("jobs done", f"{summary.get('done', outcomes.get('ok', 0))} of {len(jobs)}"),
-                ("makespan", duration(makespan)),
-                ("mean completion", duration(summary.get("mean_completion_s"))),
-                ("done at half the night", share(summary.get("done_at_half_makespan"))),
+                ("makespan", units.duration(makespan, "spaced")),
+                ("mean completion", units.duration(summary.get("mean_completion_s"), "spaced")),
+                (
+                    "done at half the night",
+                    units.share(summary.get("done_at_half_makespan"), missing=units.DASH),
+                ),
                 ("median estimate error", _percent(error.get("median_abs_pct"))),
                 ("policy", night["policy"]),
             ]
@@ -147,9 +150,11 @@ def _gantts(night: dict[str, Any], makespan: float) -> Markup:
         if info.get("is_replica"):
             facts.append("replica")
         if info.get("lag_s") is not None:
-            facts.append(f"lag {duration(info['lag_s'])} ({info.get('lag_source')})")
+            facts.append(
+                f"lag {units.duration(info['lag_s'], 'spaced')} ({info.get('lag_source')})"
+            )
         if info.get("waited_for_lag_s"):
-            facts.append(f"waited {duration(info['waited_for_lag_s'])} for lag")
+            facts.append(f"waited {units.duration(info['waited_for_lag_s'], 'spaced')} for lag")
         parts.append(
             tag("h3", worker, " ", tag("span", " · ".join(f for f in facts if f), class_="note"))
         )
@@ -170,8 +175,8 @@ def _gantts(night: dict[str, Any], makespan: float) -> Markup:
 def _job_tip(job: dict[str, Any], attempt: dict[str, Any]) -> str:
     lines = [
         f"{job['name']} (attempt {attempt['number']}, {attempt['outcome']})",
-        f"{duration(attempt.get('start_s'))} → {duration(attempt.get('finish_s'))} on {attempt['lane']}",
-        f"estimate {duration(job.get('estimate_s'))} ({job.get('estimate_method')}), rows {integer(job.get('rows'))}",
+        f"{units.duration(attempt.get('start_s'), 'spaced')} → {units.duration(attempt.get('finish_s'), 'spaced')} on {attempt['lane']}",
+        f"estimate {units.duration(job.get('estimate_s'), 'spaced')} ({job.get('estimate_method')}), rows {units.count(job.get('rows'), 'grouped', units.DASH)}",
     ]
     if job.get("reason"):
         lines.append(str(job["reason"]))
@@ -214,9 +219,9 @@ def _curves(night: dict[str, Any], simulation: dict[str, Any] | None, makespan: 
             rows.append(
                 [
                     policy["policy"],
-                    duration(policy["makespan_s"]),
-                    duration(policy.get("mean_completion_s")),
-                    share(policy.get("done_at_half_makespan")),
+                    units.duration(policy["makespan_s"], "spaced"),
+                    units.duration(policy.get("mean_completion_s"), "spaced"),
+                    units.share(policy.get("done_at_half_makespan"), missing=units.DASH),
                     f"{policy['done']} of {policy['jobs']}",
                 ]
             )
@@ -224,7 +229,7 @@ def _curves(night: dict[str, Any], simulation: dict[str, Any] | None, makespan: 
         curve_chart(
             series,
             label="Share of summaries done over the night",
-            x_label=f"time, as a share of this night's makespan ({duration(makespan)})",
+            x_label=f"time, as a share of this night's makespan ({units.duration(makespan, 'spaced')})",
             y_label="summaries done",
             x_max=round(x_max, 3),
         ),
@@ -238,9 +243,9 @@ def _curves(night: dict[str, Any], simulation: dict[str, Any] | None, makespan: 
     if rows:
         recorded = [
             f"{night['policy']} (this night)",
-            duration(makespan),
-            duration(summary.get("mean_completion_s")),
-            share(summary.get("done_at_half_makespan")),
+            units.duration(makespan, "spaced"),
+            units.duration(summary.get("mean_completion_s"), "spaced"),
+            units.share(summary.get("done_at_half_makespan"), missing=units.DASH),
             f"{summary.get('done', 0)} of {summary.get('jobs', len(night['jobs']))}",
         ]
         parts.append(
@@ -286,10 +291,10 @@ def _estimates(night: dict[str, Any]) -> Markup:
         rows.append(
             [
                 tag("span", job["name"], id=anchor("job", job["name"])),
-                integer(job.get("rows")),
+                units.count(job.get("rows"), "grouped", units.DASH),
                 job.get("estimate_method") or "–",
-                duration(estimate),
-                duration(actual),
+                units.duration(estimate, "spaced"),
+                units.duration(actual, "spaced"),
                 "–" if error is None else f"{error * 100:+.0f}%",
                 badge(job["outcome"]),
                 job.get("lane") or "–",
@@ -310,7 +315,7 @@ def _estimates(night: dict[str, Any]) -> Markup:
                 pairs,
                 label="Estimated and actual run time per job",
                 names=("estimate", "actual"),
-                unit=duration,
+                unit=lambda v: units.duration(v, "spaced"),
             ),
             details(
                 f"All {len(jobs)} jobs",

@@ -11,13 +11,12 @@ from __future__ import annotations
 import sys
 from typing import IO, Any, Literal
 
+from govern import units
 from govern.reports import (
-    amount,
     figure,
     finding_ids,
     metric_order,
     rules_lines,
-    seconds,
     summary_lines,
     top_values,
     unshown_findings,
@@ -68,12 +67,12 @@ def render(document: dict[str, Any], stream: IO[str] | None = None, top: int | N
         profile.add_row(
             str(rank),
             item["id16"],
-            seconds(qt["sum"]),
+            units.duration(qt["sum"], "compact"),
             f"{item['share'] * 100:.1f}",
-            amount(item["count"]),
-            seconds(qt["avg"]),
-            seconds(qt["p95"]),
-            amount(examined["avg"]) if examined else "-",
+            units.count(item["count"], "compact"),
+            units.duration(qt["avg"], "compact"),
+            units.duration(qt["p95"], "compact"),
+            units.count(examined["avg"], "compact") if examined else "-",
             *((finding_ids(item),) if document.get("rules") else ()),
             escape(_short(item["fingerprint"], fingerprint_width)),
         )
@@ -91,7 +90,7 @@ def render(document: dict[str, Any], stream: IO[str] | None = None, top: int | N
         out.print()
         out.print(
             f"[bold]other[/bold]: {other['count']:,} events in classes beyond --max-classes, "
-            f"{seconds(other['metrics']['Query_time']['sum']) if 'Query_time' in other['metrics'] else '-'}"
+            f"{units.duration(other['metrics']['Query_time']['sum'], 'compact') if 'Query_time' in other['metrics'] else '-'}"
         )
 
 
@@ -157,7 +156,9 @@ def _render_class(out: Any, rank: int, item: dict[str, Any]) -> None:
     if sample:
         where = f" at {sample['file']}:{sample['line']}" if sample.get("file") else ""
         when = f", {sample['ts']}" if sample.get("ts") else ""
-        out.print(f"  worst sample ({seconds(sample['query_time'])}{where}{when}):")
+        out.print(
+            f"  worst sample ({units.duration(sample['query_time'], 'compact')}{where}{when}):"
+        )
         query = sample["query"] + (" /* … truncated */" if sample["truncated"] else "")
         out.print("    " + escape(_short(query, 2000)))
     del qt
@@ -191,7 +192,7 @@ def _sequence(item: dict[str, Any]) -> str:
     overhead = item["overhead"]
     if overhead["per_statement"] is not None and item["tables"]["written"]:
         parts.append(
-            f"fit: {seconds(max(overhead['per_statement'], 0.0))}/statement + "
-            f"{seconds(max(overhead['per_row'], 0.0))}/row"
+            f"fit: {units.duration(max(overhead['per_statement'], 0.0), 'compact')}/statement + "
+            f"{units.duration(max(overhead['per_row'], 0.0), 'compact')}/row"
         )
     return "; ".join(parts) if parts else "runs: no connection ids in this log"

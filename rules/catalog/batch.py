@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from govern.reports import seconds
+from govern import units
 from govern.rules.base import Context, Option, Rule
 from govern.rules.evidence import ClassFacts, ceil_div, plural
 from govern.rules.model import Finding, Need, Severity
@@ -614,8 +614,10 @@ class SingleRowRun(Rule):
             saving = min(total, overhead.batched_saving(calls, typical, BATCH_ROWS))
             per_statement = min(overhead.per_statement, typical)
             estimate = (
-                f"about {seconds(saving)} of its {seconds(total)} (per-statement overhead "
-                f"{seconds(per_statement)} of a {seconds(typical)} median, fitted over "
+                f"about {units.duration(saving, 'compact')} of its "
+                f"{units.duration(total, 'compact')} (per-statement overhead "
+                f"{units.duration(per_statement, 'compact')} of a "
+                f"{units.duration(typical, 'compact')} median, fitted over "
                 f"{overhead.statements:,} {overhead.scope})"
             )
             evidence |= {
@@ -627,8 +629,8 @@ class SingleRowRun(Rule):
             }
         else:
             estimate = (
-                f"an unknown share of its {seconds(total)} (no multi-row write of this kind "
-                "in the log to fit the per-statement overhead on)"
+                f"an unknown share of its {units.duration(total, 'compact')} "
+                "(no multi-row write of this kind in the log to fit the per-statement overhead on)"
             )
         return self.finding(
             statement,

@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from govern.reports import seconds
+from govern import units
 from govern.rules.base import Context, Option, Rule
 from govern.rules.catalog.qc import never_stored_reasons, sql_cache_index, unsafe_reasons
-from govern.rules.evidence import ClassFacts, DigestEvidence, duration, plural
+from govern.rules.evidence import ClassFacts, DigestEvidence, plural
 from govern.rules.model import Finding, Need, Severity
 from govern.rules.registry import register
 from govern.rules.sql.statement import CACHE_HINTS, Statement
@@ -121,7 +121,7 @@ class NPlusOneReads(Rule):
             f"{int(sequence.get('longest_run') or 0):,}) on "
             f"{plural(connections, 'connection')}{after}: read each run's keys with one "
             f"IN() or join them into that query ({runs:,} statements instead of {calls:,}); "
-            f"{seconds(facts.query_time)} in all",
+            f"{units.duration(facts.query_time, 'compact')} in all",
             evidence={
                 "calls": facts.calls,
                 "runs": runs,
@@ -162,7 +162,7 @@ class CacheEstimate:
 
     def changed(self) -> str:
         tables = ", ".join(self.tables)
-        span = f" in {duration(self.window)}" if self.window else ""
+        span = f" in {units.duration(self.window, 'words')}" if self.window else ""
         return f"{tables} changed {plural(self.changes, 'time')}{span}"
 
     def to_json(self) -> dict[str, object]:
@@ -259,8 +259,8 @@ class SqlCacheCandidate(Rule):
             statement,
             f"{facts.calls:,} reads repeat {plural(estimate.texts, 'text')} while "
             f"{estimate.changed()}: the query cache would serve at least "
-            f"{estimate.hits:,} ({estimate.ratio:.0%}), up to {seconds(saved)} of "
-            f"{seconds(facts.query_time)}: add SQL_CACHE after SELECT "
+            f"{estimate.hits:,} ({estimate.ratio:.0%}), up to {units.duration(saved, 'compact')} of "
+            f"{units.duration(facts.query_time, 'compact')}: add SQL_CACHE after SELECT "
             "(query_cache_type=DEMAND)",
             at=statement.outer_select,
             evidence=estimate.to_json() | {"query_time": facts.query_time, "saving": saved},

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from govern import units
 from govern.charts import (
     Bar,
     Marker,
@@ -24,9 +25,16 @@ from govern.charts import (
 from govern.charts.curves import value_at
 from govern.charts.scale import Linear, nice_ticks, offset_ticks, time_ticks
 from govern.charts.svg import num
-from govern.charts.units import count, duration, share
 
 NS = "{http://www.w3.org/2000/svg}"
+
+
+def count(value: float) -> str:
+    return units.count(value, "significant")
+
+
+def duration(value: float) -> str:
+    return units.duration(value, "spaced")
 
 
 def parse(markup: str) -> ET.Element:
@@ -71,34 +79,6 @@ def test_offset_ticks_use_clock_steps() -> None:
 def test_linear_scale_maps_and_reverses() -> None:
     scale = Linear(0, 10, 100, 0)
     assert scale(0) == 100 and scale(10) == 0 and scale(2.5) == 75
-
-
-@pytest.mark.parametrize(
-    ("seconds", "text"),
-    [
-        (0, "0 s"),
-        (0.000004, "4 µs"),
-        (0.0125, "12.5 ms"),
-        (3.214, "3.21 s"),
-        (245, "4 m 05 s"),
-        (7800, "2 h 10 m"),
-        (3 * 86400 + 4 * 3600, "3 d 4 h"),
-        (None, "–"),
-    ],
-)
-def test_durations_read_like_a_person_writes_them(seconds: float | None, text: str) -> None:
-    assert duration(seconds) == text
-
-
-def test_counts_and_shares() -> None:
-    assert [count(v) for v in (987, 12345, 4_560_000, 2.5, 0.00512)] == [
-        "987",
-        "12.3k",
-        "4.56M",
-        "2.5",
-        "0.00512",
-    ]
-    assert share(0.971) == "97%" and share(0.125, 1) == "12.5%"
 
 
 def minutes(n: int, start: str = "2024-03-01 10:00:00") -> list[float]:

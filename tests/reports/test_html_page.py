@@ -7,6 +7,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from govern import units
 from govern.charts import (
     Bar,
     Series,
@@ -18,7 +19,6 @@ from govern.charts import (
     histogram,
     time_chart,
 )
-from govern.charts.units import count, duration
 from govern.html import Markup, escape, tag
 from govern.html.components import Column, details, figures, paged_table, table
 from govern.html.page import CONTENT_SECURITY_POLICY, Page
@@ -54,13 +54,25 @@ def gallery() -> str:
             times,
             [float((i * 37) % 23) for i in range(120)],
             label="Queries per second",
-            unit=count,
+            unit=lambda v: units.count(v, "significant"),
             step=60,
             windows=[Window(base + 1800, base + 2700, "blind: load (global)")],
         ),
     )
-    page.add("bars", "Bars", bar_chart([Bar("a", 3), Bar("b <i>", 1)], label="bars", unit=duration))
-    page.add("hist", "Histogram", histogram([("1ms", 3), ("10ms", 9)], label="h", unit=count))
+    page.add(
+        "bars",
+        "Bars",
+        bar_chart(
+            [Bar("a", 3), Bar("b <i>", 1)], label="bars", unit=lambda v: units.duration(v, "spaced")
+        ),
+    )
+    page.add(
+        "hist",
+        "Histogram",
+        histogram(
+            [("1ms", 3), ("10ms", 9)], label="h", unit=lambda v: units.count(v, "significant")
+        ),
+    )
     page.add(
         "gantt",
         "Gantt",
