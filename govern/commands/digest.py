@@ -339,7 +339,7 @@ def _warn_about_inputs(result: Digest) -> None:
     for source in result.sources:
         for problem in source.problems:
             warn(f"{source.name}: {problem}")
-        if source.bytes == 0 and source.name != "-" and source.compression is None:
+        if source.bytes == 0 and not source.stream:
             warn(f"{source.name}: empty file")
     partial = result.partial
     if partial.malformed:

@@ -2,8 +2,9 @@
 
 A plain file is read through mmap, so workers can each digest a slice of it
 (:func:`split_points` cuts it exactly at record boundaries). Compressed files
-(gzip, bzip2, xz, recognised by their magic bytes, not their names) and stdin
-are streams, read in blocks by :func:`stream_blocks`.
+(gzip, bzip2, xz, recognised by their magic bytes, not their names), stdin and
+anything else that is not a regular file (a FIFO, ``<(zcat x.gz)``) are streams,
+opened once and read in blocks by :func:`stream_blocks`.
 
 Every problem a user can cause (a missing file, a directory, a binary file, a
 corrupt archive) becomes a one-line :class:`~govern.errors.UsageError` naming
@@ -17,6 +18,7 @@ import glob
 import lzma
 import mmap
 import os
+import stat
 import sys
 import zlib
 from collections.abc import Iterator
@@ -41,15 +43,20 @@ class Input:
 
     name: str
     path: str | None  # None: stdin
-    compression: str | None  # None, "gzip", "bzip2", "xz"
-    size: int | None  # bytes on disk (None for stdin)
+    compression: str | None  # None, "gzip", "bzip2", "xz" (of a stream: known once read)
+    size: int | None  # bytes on disk (None when not a regular file)
     host: str | None = None  # --host label
     problems: list[str] = field(default_factory=list)  # e.g. a truncated archive
 
     @property
+    def regular(self) -> bool:
+        """A regular file: it can be opened again and read at any offset."""
+        return self.size is not None
+
+    @property
     def seekable(self) -> bool:
         """Plain files are mmapped and split among workers; the rest are streams."""
-        return self.path is not None and self.compression is None
+        return self.regular and self.compression is None
 
 
 def resolve(arguments: list[str], host: str | None = None) -> list[Input]:
@@ -80,8 +87,12 @@ def _check(path: str, host: str | None) -> Input:
         raise UsageError(f"{path}: no such file") from None
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror}") from None
-    if os.path.isdir(path):
+    if stat.S_ISDIR(info.st_mode):
         raise UsageError(f"{path}: is a directory (give the slow-log files in it, or a glob)")
+    if not stat.S_ISREG(info.st_mode):
+        # A FIFO or a pipe (<(zcat x.gz)) gives its bytes once: it is opened only when
+        # read, and its compression is sniffed then, as stdin's.
+        return Input(path, path, None, None, host)
     try:
         with open(path, "rb") as handle:
             head = handle.read(8)
@@ -172,12 +183,12 @@ def _decompressor(kind: str) -> Any:
     return lzma.LZMADecompressor()
 
 
-def _decompressed(item: Input, raw: IO[bytes]) -> Iterator[tuple[bytes, int]]:
+def _decompressed(item: Input, chunks: Iterator[bytes]) -> Iterator[tuple[bytes, int]]:
     """Decompress member after member; a truncated archive yields all it holds, then ends."""
     kind = item.compression
     assert kind is not None
     decompressor = _decompressor(kind)
-    while chunk := raw.read(1 << 20):
+    for chunk in chunks:
         consumed = len(chunk)
         while chunk:
             try:
@@ -201,23 +212,28 @@ def _decompressed(item: Input, raw: IO[bytes]) -> Iterator[tuple[bytes, int]]:
 def stream_blocks(item: Input, block: int = BLOCK) -> Iterator[tuple[bytes, int]]:
     """The decompressed bytes of a stream input, block by block, with compressed bytes read.
 
-    A truncated archive ends the stream with a problem noted on ``item`` (what
-    came before is digested); corrupt data is an error.
+    The input is opened once; what is not a regular file is sniffed for compression
+    from its first bytes, which are then digested like the rest. A truncated archive
+    ends the stream with a problem noted on ``item`` (what came before is digested);
+    corrupt data is an error.
     """
     raw: IO[bytes] = sys.stdin.buffer if item.path is None else open(item.path, "rb")  # noqa: SIM115
     try:
-        if item.path is None and hasattr(raw, "peek"):
-            head = raw.peek(8)[:8]
+        head = b""
+        if not item.regular:
+            head = raw.read(max(len(magic) for magic, _ in _MAGIC))
             item.compression = next(
                 (kind for magic, kind in _MAGIC if head.startswith(magic)), None
             )
         if item.compression is None:
-            while data := raw.read(block):
+            data = head + raw.read(block - len(head))
+            while data:
                 yield data, len(data)
+                data = raw.read(block)
             return
         pending: list[bytes] = []
         size = consumed = 0
-        for data, used in _decompressed(item, raw):
+        for data, used in _decompressed(item, _chunks(head, raw)):
             pending.append(data)
             size += len(data)
             consumed += used
@@ -229,3 +245,11 @@ def stream_blocks(item: Input, block: int = BLOCK) -> Iterator[tuple[bytes, int]
     finally:
         if item.path is not None:
             raw.close()
+
+
+def _chunks(head: bytes, raw: IO[bytes]) -> Iterator[bytes]:
+    """``head`` (already read), then the rest of ``raw`` a megabyte at a time."""
+    if head:
+        yield head
+    while chunk := raw.read(1 << 20):
+        yield chunk

@@ -51,6 +51,7 @@ class Source:
     bytes: int = 0
     compression: str | None = None
     problems: list[str] = field(default_factory=list)
+    stream: bool = False  # read once (stdin, a FIFO): ``bytes`` is not known
 
 
 @dataclass

@@ -281,7 +281,14 @@ def digest_paths(arguments: list[str], options: DigestOptions | None = None) -> 
         sum(item.size or 0 for item in inputs) if all(i.size is not None for i in inputs) else None
     )
     sources = [
-        Source(item.name, item.host, item.size or 0, item.compression, item.problems)
+        Source(
+            item.name,
+            item.host,
+            item.size or 0,
+            item.compression,
+            item.problems,
+            stream=not item.regular,
+        )
         for item in inputs
     ]
     if native.available():
