@@ -47,7 +47,8 @@ LAST_CPU = [0.0]
 
 DIGEST_CHILD = """
 import json, resource, sys, time
-from govern.digest.runner import DigestOptions, digest_paths
+from govern.digest.options import DigestOptions
+from govern.digest.runner import digest_paths
 path, threads, keep = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 t = time.perf_counter()
 digest = digest_paths([path], DigestOptions(jobs=threads, max_classes=10**6 if keep else 10_000))

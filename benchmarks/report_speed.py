@@ -22,37 +22,37 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from govern.digest.report import Flag, Report, ReportClass, SampleQuery, Stat  # noqa: E402
+from govern.digest.timeline import Timeline  # noqa: E402
 from govern.reports.digest_html import digest_report  # noqa: E402
-from govern.reports.digest_input import Digest, QueryClass, Stat  # noqa: E402
-from govern.reports.timeline import Timeline  # noqa: E402
 
 
-def synthetic(classes: int) -> Digest:
+def synthetic(classes: int) -> Report:
     found = []
     for i in range(classes):
         total = 5e5 / (i + 1) ** 1.1
         count = max(1, int(20000 / (i + 1) ** 0.7))
         found.append(
-            QueryClass(
+            ReportClass(
                 id=f"{(i * 2654435761) % 2**128:032X}",
                 fingerprint=f"select c.id, c.name, o.total from customers_{i % 97} c join orders o "
                 f"on o.customer_id = c.id where c.region = ? and o.created_at > ? limit ?",
                 count=count,
-                query_time=Stat(
-                    total,
-                    1e-4,
-                    total / count * 9,
-                    total / count,
-                    total / count * 0.8,
-                    total / count * 3,
-                    total / count * 5,
-                ),
                 metrics={
+                    "Query_time": Stat(
+                        total,
+                        1e-4,
+                        total / count * 9,
+                        total / count,
+                        total / count * 0.8,
+                        total / count * 3,
+                        total / count * 5,
+                    ),
                     "Lock_time": Stat(0.1, 0, 0.01, 1e-4, 1e-4, 2e-4, 3e-4),
                     "Rows_examined": Stat(count * 500.0, 1, 5000, 500, 400, 2000, 4000),
                     "Rows_sent": Stat(count * 10.0, 0, 100, 10, 10, 50, 90),
                 },
-                flags={"Full_scan": count // 3},
+                flags={"Full_scan": Flag(count // 3, count)},
                 histogram=[
                     ("1µs", 0),
                     ("10µs", 0),
@@ -63,15 +63,18 @@ def synthetic(classes: int) -> Digest:
                     ("1s", 1),
                     ("10s+", 0),
                 ],
-                sample="SELECT c.id, c.name, o.total FROM customers c JOIN orders o ON o.customer_id = c.id WHERE c.region = 'EU' LIMIT 10",
-                users=[("app", count)],
+                sample=SampleQuery(
+                    "SELECT c.id, c.name, o.total FROM customers c JOIN orders o "
+                    "ON o.customer_id = c.id WHERE c.region = 'EU' LIMIT 10"
+                ),
+                values={"user": {"app": count}},
                 first_seen="2024-03-01T00:00:00",
                 last_seen="2024-03-31T00:00:00",
             )
         )
     base = 1_709_251_200  # 2024-03-01 UTC
     timeline = Timeline.from_events((base + minute * 60, 0.5) for minute in range(30 * 24 * 60))
-    return Digest(
+    return Report(
         "synthetic.json",
         "govern",
         sum(c.count for c in found),

@@ -7,7 +7,7 @@ is the class's ``govern.digest`` document) and the digest-wide facts
 the nearest ``govern.toml``/``[tool.govern]``, ``--select``/``--ignore``,
 ``per-class-ignores`` and ``govern: ignore[…]`` comments inside the sample::
 
-    from govern.digest.result import to_document
+    from govern.digest.document import to_document
     from govern.rules.digest import DigestRuleOptions, check_document
 
     document = to_document(digest)
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from govern.digest.result import LazyClasses
+from govern.digest.classes import ClassDocuments
 from govern.rules.base import Context
 from govern.rules.config import ConfigFinder, RulesConfig
 from govern.rules.engine import build_ruleset, check_statement
@@ -102,15 +102,11 @@ class DigestRulesReport:
     def annotate(self, document: dict[str, Any]) -> None:
         """Put each class's findings next to it, and the ``rules`` object on top.
 
-        Lazy classes (:func:`govern.digest.result.build_document`) get the findings as
+        Lazy classes (:func:`govern.digest.document.build_document`) get the findings as
         each class document is built; a list's class documents get them now.
         """
-        classes = document.get("classes", [])
-        if isinstance(classes, LazyClasses):
-            classes.findings = self.findings_json
-        else:
-            for item in classes:
-                item["findings"] = self.findings_json(item["id"])
+        classes: ClassDocuments = document["classes"]
+        classes.attach_findings(self.findings_json)
         document["rules"] = self.to_json()
 
     def findings_json(self, class_id: str) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from govern import sketch, units
-from govern.digest.result import LazyClasses
+from govern.digest.classes import ClassDocuments
 
 WRITE_VERBS = ("insert", "replace", "update", "delete")
 #: A log whose fastest statement took this long or more was cut by long_query_time.
@@ -29,10 +29,8 @@ MICRO = 1_000_000
 def class_documents(document: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
     """A digest document's classes, to read: lazy classes (govern digest's) as read-only
     views, each figure built when a rule reads it, rather than whole class documents."""
-    classes = document.get("classes", [])
-    if isinstance(classes, LazyClasses):
-        return classes.views()
-    return classes
+    classes: ClassDocuments = document["classes"]
+    return classes.views()
 
 
 def table_key(name: str) -> str:
@@ -230,15 +228,13 @@ class DigestEvidence:
 
     Read in one pass over the document's classes, each class document dropped once
     read: what is kept per class is, for the write classes the overhead fits can use, a
-    :class:`_WritePoint`, and the calls that read each table; fingerprints by query ID
-    only for a plain list of classes (lazy classes look them up in the digest).
+    :class:`_WritePoint`, and the calls that read each table (fingerprints by query ID are
+    looked up in the digest's classes).
     """
 
     def __init__(self, document: Mapping[str, Any]) -> None:
         self.window_seconds: float | None = (document.get("window") or {}).get("seconds")
-        classes = document.get("classes", [])
-        self._lookup = getattr(classes, "fingerprint_of", None)
-        self.fingerprints: dict[str, str] = {}
+        self._classes: ClassDocuments = document["classes"]
         self.tables: dict[str, TableTraffic] = {}
         reads: dict[str, int] = {}
         self._writes: list[_WritePoint] = []
@@ -246,8 +242,6 @@ class DigestEvidence:
         sampled = False
         for item in class_documents(document):
             facts = ClassFacts(item)
-            if self._lookup is None:
-                self.fingerprints[facts.id] = facts.fingerprint
             _add_traffic(self.tables, reads, facts)
             sampled = sampled or _sampled(item)
             if not facts.is_write:
@@ -262,10 +256,7 @@ class DigestEvidence:
         self.full_log, self.full_log_reason = _completeness(document, sampled)
 
     def fingerprint_of(self, class_id: str) -> str | None:
-        if self._lookup is not None:
-            found: str | None = self._lookup(class_id)
-            return found
-        return self.fingerprints.get(class_id)
+        return self._classes.fingerprint_of(class_id)
 
     def table(self, name: str) -> TableTraffic:
         return self.tables.get(table_key(name)) or TableTraffic(table_key(name))

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
-import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,32 +10,38 @@ import click
 
 from govern.cli_options import state_option
 from govern.digest.filters import parse_filters, parse_time
-from govern.digest.result import (
-    Digest,
-    build_document,
-    from_document,
-    limit_classes,
-    merge_digests,
-    parse_order_by,
-)
-from govern.digest.runner import DigestOptions, digest_paths
+from govern.digest.options import DigestOptions
 from govern.errors import EXIT_FINDINGS, UsageError
-from govern.output import print_json, warn
+from govern.reports.digest_run import FORMATS, ReportOptions, digest_logs, merge_saved
 
 if TYPE_CHECKING:
     from govern.rules.digest import DigestRuleOptions
 
-_FORMATS = ("text", "json", "md", "html")
 _SEVERITIES = ("info", "warning", "error")
 
 
 def _report_options(command: Any) -> Any:
+    """The report's options, handed to ``command`` as one ``report`` (and its ranking)."""
+
+    @functools.wraps(command)
+    def wrapper(
+        *args: Any,
+        output_format: str,
+        top: int | None,
+        output: str,
+        window_files: tuple[str, ...],
+        state_path: str | None,
+        **kwargs: Any,
+    ) -> Any:
+        report = ReportOptions(output_format, top, output, window_files, state_path)
+        return command(*args, report=report, **kwargs)
+
     for option in reversed(
         [
             click.option(
                 "--format",
                 "output_format",
-                type=click.Choice(_FORMATS),
+                type=click.Choice(FORMATS),
                 default="text",
                 show_default=True,
                 help="text: tables for a terminal; json: the govern.digest document "
@@ -82,8 +85,8 @@ def _report_options(command: Any) -> Any:
             ),
         ]
     ):
-        command = option(command)
-    return command
+        wrapper = option(wrapper)
+    return wrapper
 
 
 def _with_rule_options(command: Any) -> Any:
@@ -222,8 +225,7 @@ class _DigestCommand(click.Command):
 )
 def digest(
     inputs: tuple[str, ...],
-    output_format: str,
-    top: int | None,
+    report: ReportOptions,
     order_by: str,
     max_classes: int,
     since: str | None,
@@ -231,18 +233,16 @@ def digest(
     filter_texts: tuple[str, ...],
     host: str | None,
     jobs: int,
-    output: str,
-    window_files: tuple[str, ...],
-    state_path: str | None,
     rule_options: DigestRuleOptions | None,
 ) -> None:
     """Group slow-log events into query classes and report what costs the most.
 
     FILE may be a slow log from MySQL 5.0-8.x, Percona Server or MariaDB, a
-    glob, - for stdin, or a gzip, bzip2 or xz file. Classes use
-    pt-query-digest's fingerprints and query IDs. The rule catalog (govern
-    rules) runs over each class: its sample query, and its runtime evidence
-    (row-at-a-time writes, N+1 reads, oversized batches, query-cache policy).
+    glob, - for stdin, a FIFO or <(zcat log.gz), or a gzip, bzip2 or xz file.
+    Classes use pt-query-digest's fingerprints and query IDs. The rule catalog
+    (govern rules) runs over each class: its sample query, and its runtime
+    evidence (row-at-a-time writes, N+1 reads, oversized batches, query-cache
+    policy). A log file named merge or compare: govern digest ./merge.
 
     \b
     Merge saved JSON digests (several hosts or days, valid percentiles):
@@ -255,7 +255,6 @@ def digest(
     Exit codes: 0 ok, 1 findings at or above --fail-on, 2 bad option, config
     or unreadable input.
     """
-    parse_order_by(order_by)
     options = DigestOptions(
         order_by=order_by,
         max_classes=max_classes,
@@ -266,14 +265,8 @@ def digest(
         host=host,
         jobs=jobs,
     )
-    _check_output(output_format, output, window_files)
-    if rule_options is not None:
-        # The rules' modules (sqlglot among them) load while the core digests on
-        # its own threads, instead of after it.
-        threading.Thread(target=_load_rules, name="govern-load-rules", daemon=True).start()
-    result = digest_paths(list(inputs), options)
-    _warn_about_inputs(result)
-    _emit(result, output_format, top, rule_options, output, window_files, state_path)
+    if digest_logs(inputs, options, report, rule_options):
+        raise SystemExit(EXIT_FINDINGS)
 
 
 @click.command()
@@ -282,13 +275,9 @@ def digest(
 @_with_rule_options
 def merge(
     documents: tuple[str, ...],
-    output_format: str,
-    top: int | None,
+    report: ReportOptions,
     order_by: str,
     max_classes: int,
-    output: str,
-    window_files: tuple[str, ...],
-    state_path: str | None,
     rule_options: DigestRuleOptions | None,
 ) -> None:
     """Merge saved digests (govern digest --format json) into one report.
@@ -296,131 +285,17 @@ def merge(
     Classes join on their query ID; counts, sums and sketches add up, so the
     merged percentiles are as good as a digest of all the logs at once. Use
     --host when saving each digest to see the top servers per class. The
-    rules run again over the merged classes.
+    rules run again over the merged classes. A saved digest is checked against
+    the published schema (docs/json.md) first: a damaged one is refused (exit 2)
+    with the path of its bad field.
     """
-    parse_order_by(order_by)
-    _check_output(output_format, output, window_files)
-    if not documents:
-        raise UsageError("no input: give digests saved with --format json (or - for stdin)")
-    digests = [_load(name) for name in documents]
-    for loaded in digests:
-        if loaded.omitted_classes:
-            warn(
-                f"a digest left out {loaded.omitted_classes} classes (saved with --top): "
-                "the merge misses them"
-            )
-    merged = merge_digests(digests, max_classes=max_classes, order_by=order_by)
-    _warn_about_order(merged)
-    _emit(merged, output_format, top, rule_options, output, window_files, state_path)
-
-
-def _load(name: str) -> Digest:
-    try:
-        text = sys.stdin.read() if name == "-" else open(name, encoding="utf-8").read()  # noqa: SIM115
-    except FileNotFoundError:
-        raise UsageError(f"{name}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{name}: cannot read: {exc}") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{name}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-    return from_document(document, name)
-
-
-def _load_rules() -> None:
-    import sqlglot  # noqa: F401
-
-    import govern.rules.digest
-    import govern.rules.sql.statement  # noqa: F401
-
-
-def _warn_about_inputs(result: Digest) -> None:
-    for source in result.sources:
-        for problem in source.problems:
-            warn(f"{source.name}: {problem}")
-        if source.bytes == 0 and not source.stream:
-            warn(f"{source.name}: empty file")
-    partial = result.partial
-    if partial.malformed:
-        for bad in partial.malformed_kept:
-            warn(f"{result.sources[bad.file].name}:{bad.line}: {bad.reason}")
-        warn(f"{partial.malformed:,} malformed events skipped")
-    reported, unreported = result.counts()
-    if not reported and unreported:
-        warn("no event has a Query_time header: is this a slow log?")
-    _warn_about_order(result)
-
-
-def _warn_about_order(result: Digest) -> None:
-    """An attribute no event has orders nothing: say so rather than print log order."""
-    attribute, function = parse_order_by(result.order_by)
-    if function == "cnt":
-        return
-    partial = result.partial
-    keys = partial.class_keys(attribute)
-    if not any(key.reportable for key in keys):
-        return
-    if any(key.metric is not None for key in keys) or (
-        partial.other is not None and attribute in partial.other.metrics
-    ):
-        return  # some event has it (no need to merge every class to know)
-    known = ", ".join(sorted(result.global_metrics()))
-    warn(f"--order-by {result.order_by}: no event has {attribute} (these have: {known})")
-
-
-def _check_output(output_format: str, output: str, window_files: tuple[str, ...]) -> None:
-    """-o and --windows are for the html page (before any log is read)."""
-    if output_format == "html":
-        return
-    if output != "-":
-        raise UsageError("-o: only with --format html (redirect the other formats: > FILE)")
-    if window_files:
-        raise UsageError("--windows: only the html format draws blind windows")
-
-
-def _emit(
-    result: Digest,
-    output_format: str,
-    top: int | None,
-    rule_options: DigestRuleOptions | None,
-    output: str = "-",
-    window_files: tuple[str, ...] = (),
-    state_path: str | None = None,
-) -> None:
-    """Write the report; exit 1 when the rules found something at --fail-on or above.
-
-    The document's classes are built one at a time, as the rules and the report read
-    them (each pass builds them again): no moment holds every class document."""
-    document = build_document(result)
-    exit_code = 0
-    if rule_options is not None:
-        from govern.rules.digest import check_document
-
-        report = check_document(document, rule_options)
-        report.annotate(document)
-        exit_code = report.exit_code
-    if output_format == "html":
-        from govern.html.page import write_page
-        from govern.reports.digest_govern import from_govern
-        from govern.reports.digest_html import digest_report
-        from govern.reports.windows import load_windows, windows_from_state_file
-
-        windows = windows_from_state_file(state_path) + load_windows(window_files)
-        names = ", ".join(source.name for source in result.sources)
-        page = digest_report(from_govern(names, document), windows=windows, top=top or 20)
-        write_page(page, output)
-    elif output_format == "json":
-        print_json(limit_classes(document, top))
-    elif output_format == "md":
-        from govern.reports import markdown
-
-        markdown.render(document, sys.stdout, top=top if top is not None else 20)
-    else:
-        from govern.reports import text
-
-        text.render(document, top=top if top is not None else 20)
-    if exit_code:
+    if not documents and Path("merge").is_file():
+        raise UsageError(
+            "no input: give digests saved with --format json (to digest the log file named "
+            "merge: govern digest ./merge)"
+        )
+    code = merge_saved(documents, report, rule_options, order_by=order_by, max_classes=max_classes)
+    if code:
         raise SystemExit(EXIT_FINDINGS)
 
 

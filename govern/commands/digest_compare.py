@@ -74,34 +74,19 @@ def compare(
 
     BEFORE and AFTER are `govern digest --format json` outputs (pt-query-digest
     `--output json` works too: the query IDs are the same). Exit 0 no finding,
-    1 findings (see --fail-on), 2 unreadable input.
+    1 findings (see --fail-on), 2 unreadable input or a saved digest that does
+    not fit its published schema (the message names the bad field).
     """
-    from govern.html.page import write_page
-    from govern.reports.compare import compare_digests
-    from govern.reports.digest_input import load_digest
+    from govern.reports.digest_run import compare_saved
 
-    share = parse_share(threshold, "--threshold")
-    floor = parse_seconds(min_time, "--min-time")
-    comparison = compare_digests(
-        load_digest(before), load_digest(after), threshold=share, min_time=floor
+    comparison = compare_saved(
+        before,
+        after,
+        threshold=parse_share(threshold, "--threshold"),
+        min_time=parse_seconds(min_time, "--min-time"),
+        output_format=output_format,
+        output=output,
     )
-    if output_format == "json":
-        import json
-
-        text = json.dumps(comparison.to_json(), indent=2, ensure_ascii=False) + "\n"
-    elif output_format == "md":
-        from govern.reports.compare_output import to_markdown
-
-        text = to_markdown(comparison)
-    elif output_format == "html":
-        from govern.reports.compare_html import compare_report
-
-        text = compare_report(comparison)
-    else:
-        from govern.reports.compare_output import to_text
-
-        text = to_text(comparison)
-    write_page(text, output)
     counts = comparison.counts
     failing = counts["slower"]
     if fail_on == "change":

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from govern import sketch
+from govern.digest.ordering import rank
 from govern.fingerprint import query_id
 
 #: Query_time histogram bucket lower bounds, micro-units: 1us 10us 100us 1ms 10ms 100ms 1s 10s+
@@ -346,13 +346,16 @@ class Partial:
     def all_classes(self) -> list[ClassAgg]:
         return [*self.classes.values(), *([self.other] if self.other is not None else [])]
 
-    # -- ClassSource: what reports read -------------------------------------------------
+    # -- ClassSource (govern/digest/classes.py): what reports read ------------------------
     def class_count(self) -> int:
         return len(self.classes)
 
     def class_keys(self, attribute: str) -> list[ClassKey]:
         listed = self._listed = list(self.classes.values())
         return [class_key(index, agg, attribute) for index, agg in enumerate(listed)]
+
+    def ranked_keys(self, attribute: str, function: str) -> tuple[list[ClassKey], list[ClassKey]]:
+        return rank(self.class_keys(attribute), attribute, function)
 
     def class_at(self, index: int) -> ClassAgg:
         listed = self._listed
@@ -401,44 +404,6 @@ def merged_classes(classes: Iterable[ClassAgg]) -> ClassAgg:
     for agg in classes:
         total.merge(agg)
     return total
-
-
-class ClassSource(Protocol):
-    """The merged classes of a digest, as reports and rules read them.
-
-    :class:`Partial` holds its classes as Python objects; a source may instead build
-    each :class:`ClassAgg` only when asked (``class_at`` may return a fresh object at
-    every call: callers neither keep nor change it), so a report reads one class at a
-    time and never needs them all at once.
-    """
-
-    other: ClassAgg | None
-    events: int
-    filtered: int
-    no_statement: int
-    malformed: int
-    malformed_kept: list[Malformed]
-    minutes: dict[str, list[int]]
-
-    def class_count(self) -> int:
-        """Classes, not counting ``other``."""
-        ...
-
-    def class_keys(self, attribute: str) -> Sequence[ClassKey]:
-        """One key per class (``other`` not included), ``metric`` for ``attribute``."""
-        ...
-
-    def class_at(self, index: int) -> ClassAgg:
-        """The class of a key from the latest ``class_keys()``."""
-        ...
-
-    def totals(self) -> ClassAgg:
-        """Every class and ``other`` merged into one new ClassAgg."""
-        ...
-
-    def fingerprint_of(self, class_id: str) -> bytes | None:
-        """The fingerprint of the class whose query ID is ``class_id``, if kept."""
-        ...
 
 
 def merge(left: Partial, right: Partial, *, max_classes: int) -> Partial:

@@ -253,3 +253,4 @@ def _chunks(head: bytes, raw: IO[bytes]) -> Iterator[bytes]:
         yield head
     while chunk := raw.read(1 << 20):
         yield chunk
+

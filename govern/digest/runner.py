@@ -25,11 +25,12 @@ import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.pool import AsyncResult, Pool
 
 from govern import native
-from govern.digest.aggregate import ClassSource, Partial, close_runs, merge
+from govern.digest.aggregate import Partial, close_runs, merge
+from govern.digest.classes import ClassSource
 from govern.digest.engine import (
     Context,
     EngineOptions,
@@ -37,7 +38,6 @@ from govern.digest.engine import (
     digest_range,
     digest_records,
 )
-from govern.digest.filters import Filters
 from govern.digest.inputs import (
     FileView,
     Input,
@@ -48,7 +48,9 @@ from govern.digest.inputs import (
     stream_blocks,
 )
 from govern.digest.native_total import Job, NativeMerger, NativePartial, run_jobs
-from govern.digest.result import Digest, Source, parse_order_by
+from govern.digest.options import DigestOptions
+from govern.digest.ordering import parse_order_by
+from govern.digest.result import Digest, Source
 from govern.progress import Progress, progress
 from govern.slowlog import SEPARATOR
 
@@ -65,31 +67,6 @@ NATIVE_SEGMENT_MANY_CLASSES = 1024 * 1024
 MANY_CLASSES = 4096
 #: Below this, a plain file is digested in the parent: starting workers costs more.
 PARALLEL_MINIMUM = 8 * 1024 * 1024
-
-
-@dataclass
-class DigestOptions:
-    """How to digest. The defaults are what ``govern digest`` does without options."""
-
-    order_by: str = "Query_time:sum"
-    max_classes: int = 10_000
-    since: str | None = None
-    until: str | None = None
-    filters: Filters | None = None
-    filter_texts: list[str] = field(default_factory=list)
-    host: str | None = None
-    jobs: int = 0  # 0: one per CPU
-    segment: int | None = None  # bytes per segment; None: SEGMENT, larger for the native core
-    show_progress: bool | None = None  # None: on a terminal only
-
-    def engine(self, host: str | None) -> EngineOptions:
-        return EngineOptions(
-            max_classes=self.max_classes,
-            since=self.since,
-            until=self.until,
-            filters=self.filters,
-            server=host,
-        )
 
 
 @dataclass

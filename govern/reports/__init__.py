@@ -1,28 +1,32 @@
-"""Digest reports. Each renders the govern.digest document (govern/digest/result.py),
-so a fresh digest and a merged one print the same way.
+"""Digest reports. Each renders the report model (govern/digest/report.py), so a fresh
+digest, a merged one and a saved one print the same way.
 
 * :mod:`govern.reports.text` — tables for a terminal (rich);
 * :mod:`govern.reports.markdown` — for CI comments and wikis;
-* JSON is the document itself (``govern.output.print_json``);
+* JSON is the ``govern.digest`` document itself (``govern.output.print_json``);
 * :mod:`govern.reports.digest_html` — the HTML page (``--format html``), and the other
   pages people open in a browser: :mod:`govern.reports.compare_html` (``govern digest
   compare``) and :mod:`govern.reports.schedule` (``govern schedule report``), all built with
-  ``govern.html`` and ``govern.charts``.
+  ``govern.html`` and ``govern.charts``;
+* :mod:`govern.reports.digest_run` — digest (or merge), run the rules, render: what
+  ``govern digest`` does, as a library.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from govern import units
+from govern.digest.report import Report, ReportClass, Stat
 
 
-def figure(name: str, metric: dict[str, Any], key: str) -> str:
+def figure(name: str, metric: Stat, key: str) -> str:
     """One statistic of a metric, as seconds for times and as a count otherwise."""
-    value = metric.get(key)
+    value = getattr(metric, key)
     if value is None:
         return "-"
-    if isinstance(metric.get("sum"), float) or name.endswith("_time") or name.endswith("_wait"):
+    if metric.decimal or name.endswith("_time") or name.endswith("_wait"):
         return units.duration(float(value), "compact")
     return units.count(value, "compact")
 
@@ -38,7 +42,7 @@ _FIRST_METRICS = (
 )
 
 
-def metric_order(metrics: dict[str, Any]) -> list[str]:
+def metric_order(metrics: Mapping[str, Any]) -> list[str]:
     """The usual suspects first, the rest by name; Query_length (pt's bytes) left out."""
     first = [name for name in _FIRST_METRICS if name in metrics]
     rest = sorted(name for name in metrics if name not in _FIRST_METRICS and name != "Query_length")
@@ -62,74 +66,66 @@ def _plural(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 'es' if word.endswith('s') else 's'}"
 
 
-def rules_lines(document: dict[str, Any]) -> list[str]:
+def rules_lines(report: Report) -> list[str]:
     """What the digest rules found and what they could not run, for the report's head."""
-    rules = document.get("rules")
-    if not rules:
+    rules = report.rules
+    if rules is None:
         return []
-    summary = rules["summary"]
-    counts = summary["by_severity"]
+    counts = rules.by_severity
     parts = [_plural(counts[s], s) for s in ("error", "warning", "info") if counts.get(s)]
-    line = f"rules: {_plural(summary['findings'], 'finding')}"
+    line = f"rules: {_plural(rules.findings, 'finding')}"
     if parts:
-        line += f" ({', '.join(parts)}) in {_plural(summary['classes'], 'class')}"
-    if summary["suppressed"]:
-        line += f"; {summary['suppressed']:,} suppressed"
-    line += f"; target {rules['target']}" if rules["target"] else "; no target"
+        line += f" ({', '.join(parts)}) in {_plural(rules.classes, 'class')}"
+    if rules.suppressed:
+        line += f"; {rules.suppressed:,} suppressed"
+    line += f"; target {rules.target}" if rules.target else "; no target"
     lines = [line]
-    if not rules["full_log"]:
-        lines.append(f"rules: the log is not complete: {rules['full_log_reason']}")
+    if not rules.full_log:
+        lines.append(f"rules: the log is not complete: {rules.full_log_reason}")
     by_reason: dict[str, list[str]] = {}
-    for skipped in rules["rules_skipped"]:
-        by_reason.setdefault(skipped["reason"], []).append(skipped["rule"])
+    for rule, reason in rules.skipped:
+        by_reason.setdefault(reason, []).append(rule)
     lines += [f"not run: {', '.join(ids)} ({reason})" for reason, ids in by_reason.items()]
-    lines += [f"rules: {note}" for note in rules["notes"]]
+    lines += [f"rules: {note}" for note in rules.notes]
     return lines
 
 
-def finding_ids(item: dict[str, Any]) -> str:
+def finding_ids(item: ReportClass) -> str:
     """``BATCH008 QC007``: the rules that found something in a class."""
-    return " ".join(dict.fromkeys(f["rule"] for f in item.get("findings") or ())) or "-"
+    return " ".join(dict.fromkeys(f.rule for f in item.findings)) or "-"
 
 
-def unshown_findings(document: dict[str, Any], shown: list[dict[str, Any]]) -> int:
+def unshown_findings(report: Report, shown: Sequence[ReportClass]) -> int:
     """Findings in classes the report does not show (--top)."""
-    rules = document.get("rules")
-    if not rules:
+    if report.rules is None:
         return 0
-    return int(rules["summary"]["findings"]) - sum(len(i.get("findings") or ()) for i in shown)
+    return report.rules.findings - sum(len(item.findings) for item in shown)
 
 
-def summary_lines(document: dict[str, Any]) -> list[str]:
+def summary_lines(report: Report) -> list[str]:
     """The few lines that head every report."""
-    totals = document["totals"]
-    window = document["window"]
-    inputs = document["inputs"]
-    names = ", ".join(i["name"] + (f" ({i['host']})" if i.get("host") else "") for i in inputs)
+    totals = report.totals
+    names = ", ".join(i.name + (f" ({i.host})" if i.host else "") for i in report.inputs)
     lines = [
-        f"{totals['events']:,} events, {totals['classes']:,} classes, "
-        f"{units.duration(totals['query_time'], 'compact')} total query time",
+        f"{report.events:,} events, {totals.classes:,} classes, "
+        f"{units.duration(report.total_time, 'compact')} total query time",
         f"inputs: {names}",
     ]
-    if window["first_seen"]:
-        span = window["seconds"]
+    if report.first_seen:
+        span = report.window_seconds
         lines.append(
-            f"window: {window['first_seen']} .. {window['last_seen']}"
+            f"window: {report.first_seen} .. {report.last_seen}"
             + (f" ({span:,.0f}s)" if span else "")
         )
     skipped = [
-        (totals["filtered"], "filtered out"),
-        (totals["malformed"], "malformed (skipped)"),
-        (
-            totals["other_events"],
-            f"in classes beyond --max-classes {document['options']['max_classes']}",
-        ),
-        (totals["unreported_events"], "without Query_time (not reported)"),
+        (totals.filtered, "filtered out"),
+        (totals.malformed, "malformed (skipped)"),
+        (totals.other_events, f"in classes beyond --max-classes {report.max_classes}"),
+        (totals.unreported_events, "without Query_time (not reported)"),
     ]
     notes = [f"{count:,} {what}" for count, what in skipped if count]
     if notes:
         lines.append("events " + "; ".join(notes))
-    omitted = document.get("omitted_classes", 0)
-    if omitted:
-        lines.append(f"{omitted:,} more classes not shown (--top)")
+    if report.omitted_classes:
+        lines.append(f"{report.omitted_classes:,} more classes not shown (--top)")
     return lines

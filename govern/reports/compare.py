@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from govern import units
-from govern.reports.digest_input import Digest, QueryClass
+from govern.digest.report import Report, ReportClass
 
 COMPARE_SCHEMA = "govern.digest.compare"
 SCHEMA_VERSION = 1
@@ -80,8 +80,8 @@ class Change:
 
 @dataclass
 class Comparison:
-    before: Digest
-    after: Digest
+    before: Report
+    after: Report
     threshold: float
     min_time: float
     changes: list[Change]
@@ -106,7 +106,7 @@ class Comparison:
         }
 
 
-def _digest_json(digest: Digest) -> dict[str, Any]:
+def _digest_json(digest: Report) -> dict[str, Any]:
     return {
         "path": digest.path,
         "producer": digest.producer,
@@ -128,7 +128,7 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
-def _side(cls: QueryClass, digest: Digest) -> Side:
+def _side(cls: ReportClass, digest: Report) -> Side:
     total = cls.total_time
     return Side(
         count=cls.count,
@@ -139,7 +139,7 @@ def _side(cls: QueryClass, digest: Digest) -> Side:
 
 
 def compare_digests(
-    before: Digest, after: Digest, *, threshold: float = 0.2, min_time: float = 0.001
+    before: Report, after: Report, *, threshold: float = 0.2, min_time: float = 0.001
 ) -> Comparison:
     """Every class of either digest with its status; slower first (by added time)."""
     old = {c.key: c for c in before.classes}

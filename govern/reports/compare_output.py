@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from govern import units
+from govern.digest.report import Report
 from govern.reports.compare import Change, Comparison
-from govern.reports.digest_input import Digest
 
 #: Characters of fingerprint shown in text and Markdown (the JSON has all of it).
 FINGERPRINT_WIDTH = 90
@@ -16,7 +16,7 @@ SECTIONS = (
 )
 
 
-def describe(digest: Digest) -> str:
+def describe(digest: Report) -> str:
     span = f", {digest.first_seen} – {digest.last_seen}" if digest.first_seen else ""
     return (
         f"{digest.path} ({digest.producer}): {units.count(digest.events, 'grouped', units.DASH)} events, "

@@ -15,11 +15,11 @@ from typing import Any
 
 from govern import units
 from govern.charts import Bar, Window, bar_chart, histogram, time_chart
+from govern.digest.report import ClassFinding, Report, ReportClass
+from govern.digest.timeline import log_epoch
 from govern.html.components import Column, badge, code, details, figures, note, paged_table, table
 from govern.html.markup import Markup, join, tag
 from govern.html.page import Page, anchor
-from govern.reports.digest_input import Digest, QueryClass
-from govern.reports.windows import epoch
 
 #: Rows of the "other classes" pages; classes beyond it are counted, not listed.
 OTHER_LIMIT = 10_000
@@ -31,7 +31,7 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
 def digest_report(
-    digest: Digest,
+    digest: Report,
     *,
     windows: Sequence[Window] = (),
     top: int = 20,
@@ -82,7 +82,7 @@ def digest_report(
     return page.render()
 
 
-def _summary(digest: Digest, ranked: list[QueryClass]) -> Markup:
+def _summary(digest: Report, ranked: list[ReportClass]) -> Markup:
     span = _span_seconds(digest)
     findings = _findings(ranked)
     parts: list[object] = [
@@ -104,7 +104,7 @@ def _summary(digest: Digest, ranked: list[QueryClass]) -> Markup:
         parts.append(
             note(f"From {digest.first_seen} to {digest.last_seen}; made by {digest.producer}.")
         )
-    for text in digest.notes:
+    for text in _notes(digest):
         parts.append(note(text))
     if findings:
         shown = findings[:SUMMARY_FINDINGS]
@@ -114,10 +114,10 @@ def _summary(digest: Digest, ranked: list[QueryClass]) -> Markup:
                 [Column("severity"), Column("rule"), Column("class"), Column("finding")],
                 [
                     [
-                        badge(f.get("severity", "info")),
-                        f"{f.get('rule', '')} {f.get('name', '')}".strip(),
+                        badge(f.severity),
+                        f"{f.rule} {f.name}".strip(),
                         tag("a", cls.id[-16:], href=f"#{anchor('class', cls.id)}"),
-                        f.get("message", ""),
+                        f.message,
                     ]
                     for cls, f in shown
                 ],
@@ -126,25 +126,42 @@ def _summary(digest: Digest, ranked: list[QueryClass]) -> Markup:
     return join(parts)
 
 
-def _findings(ranked: list[QueryClass]) -> list[tuple[QueryClass, dict[str, Any]]]:
+def _notes(digest: Report) -> list[str]:
+    """What a reader should know about the classes shown: some were left out."""
+    notes = []
+    if digest.malformed:
+        notes.append(
+            f"{len(digest.malformed)} malformed events were skipped (govern digest lists them)."
+        )
+    other = digest.totals.other_events
+    if other:
+        notes.append(
+            f"{other:,} events of classes beyond --max-classes are counted in one 'other' class."
+        )
+    if digest.omitted_classes:
+        notes.append(
+            f"{digest.omitted_classes} classes were left out of this saved digest (--top)."
+        )
+    return notes
+
+
+def _findings(ranked: list[ReportClass]) -> list[tuple[ReportClass, ClassFinding]]:
     found = [(cls, f) for cls in ranked for f in cls.findings]
     rank = {id(cls): index for index, cls in enumerate(ranked)}
-    found.sort(
-        key=lambda item: (SEVERITY_ORDER.get(item[1].get("severity", "info"), 3), rank[id(item[0])])
-    )
+    found.sort(key=lambda item: (SEVERITY_ORDER.get(item[1].severity, 3), rank[id(item[0])]))
     return found
 
 
-def _span_seconds(digest: Digest) -> float | None:
+def _span_seconds(digest: Report) -> float | None:
     if not digest.first_seen or not digest.last_seen:
         return None
     try:
-        return max(epoch(digest.last_seen) - epoch(digest.first_seen), 1.0)
+        return max(log_epoch(digest.last_seen) - log_epoch(digest.first_seen), 1.0)
     except ValueError:
         return None
 
 
-def _load(digest: Digest, windows: Sequence[Window]) -> Markup:
+def _load(digest: Report, windows: Sequence[Window]) -> Markup:
     if digest.timeline is None or digest.timeline.empty:
         return note(
             "This digest has no timeline (events per minute), so load over time cannot be drawn."
@@ -216,12 +233,17 @@ def _metric_unit(name: str) -> Any:
     return lambda v: units.count(v, "significant")
 
 
-def _metrics_table(cls: QueryClass) -> Markup:
+def _metrics_table(cls: ReportClass) -> Markup:
     columns = [Column("attribute")] + [
         Column(name, True) for name in ("sum", "min", "avg", "median", "p95", "p99", "max")
     ]
     rows = []
-    for name, stat in [("Query_time", cls.query_time), *sorted(cls.metrics.items())]:
+    others = sorted(
+        (name, stat)
+        for name, stat in cls.metrics.items()
+        if name not in ("Query_time", "Query_length")
+    )
+    for name, stat in [("Query_time", cls.query_time), *others]:
         unit = _metric_unit(name)
         rows.append(
             [
@@ -232,7 +254,7 @@ def _metrics_table(cls: QueryClass) -> Markup:
                 ),
             ]
         )
-    for name, n in sorted(cls.flags.items()):
+    for name, n in sorted((name, flag.yes) for name, flag in cls.flags.items()):
         rows.append(
             [
                 name,
@@ -252,7 +274,7 @@ def _cell(unit: Any, value: float | None) -> str:
     return "–" if value is None else str(unit(value))
 
 
-def _class_section(digest: Digest, cls: QueryClass, rank: int, *, open: bool) -> Markup:
+def _class_section(digest: Report, cls: ReportClass, rank: int, *, open: bool) -> Markup:
     part = cls.total_time / digest.total_time if digest.total_time else 0.0
     summary = join(
         [
@@ -260,7 +282,7 @@ def _class_section(digest: Digest, cls: QueryClass, rank: int, *, open: bool) ->
             tag("code", cls.id[-16:]),
             f" · {units.share(part, 1)} of the time · {units.count(cls.count, 'grouped')} queries · p95 {units.duration(cls.query_time.p95, 'spaced')} · ",
             tag("code", cls.fingerprint[:140] + ("…" if len(cls.fingerprint) > 140 else "")),
-            *(join([" ", badge(f.get("severity", "info"))]) for f in cls.findings[:1]),
+            *(join([" ", badge(f.severity)]) for f in cls.findings[:1]),
         ]
     )
     body: list[object] = [
@@ -293,21 +315,25 @@ def _class_section(digest: Digest, cls: QueryClass, rank: int, *, open: bool) ->
         code(cls.fingerprint),
     ]
     if cls.sample:
-        attributes = ", ".join(f"{k} {v}" for k, v in cls.sample_attributes.items())
-        body += [tag("h3", "Sample"), note(attributes) if attributes else None, code(cls.sample)]
+        attributes = ", ".join(f"{k} {v}" for k, v in cls.sample.attributes().items())
+        body += [
+            tag("h3", "Sample"),
+            note(attributes) if attributes else None,
+            code(cls.sample.query),
+        ]
     if cls.findings:
         body.append(tag("h3", "Findings"))
         for finding in cls.findings:
             body.append(
                 tag(
                     "p",
-                    badge(finding.get("severity", "info")),
+                    badge(finding.severity),
                     " ",
-                    tag("strong", f"{finding.get('rule', '')} {finding.get('name', '')}"),
-                    f" — {finding.get('message', '')}",
+                    tag("strong", f"{finding.rule} {finding.name}"),
+                    f" — {finding.message}",
                 )
             )
-            evidence = finding.get("evidence") or {}
+            evidence = finding.evidence
             if evidence:
                 body.append(
                     table(
@@ -315,12 +341,12 @@ def _class_section(digest: Digest, cls: QueryClass, rank: int, *, open: bool) ->
                         [[k, _evidence(v)] for k, v in evidence.items()],
                     )
                 )
-    multi_host = len(cls.hosts) > 1 or len(digest.hosts) > 1
+    multi_host = len(cls.servers) > 1 or len(digest.hosts) > 1
     for title, values in (
-        ("Hosts", cls.hosts if multi_host else []),
-        ("Clients", cls.clients),
-        ("Users", cls.users),
-        ("Schemas", cls.databases),
+        ("Hosts", _ranked(cls.servers) if multi_host else []),
+        ("Clients", _ranked(cls.values.get("host"))),
+        ("Users", _ranked(cls.values.get("user"))),
+        ("Schemas", _ranked(cls.values.get("db"))),
     ):
         if values:
             body.append(tag("h3", f"Top {title.lower()}"))
@@ -340,6 +366,11 @@ def _class_section(digest: Digest, cls: QueryClass, rank: int, *, open: bool) ->
     return details(summary, *body, open=open, class_="class", id=anchor("class", cls.id))
 
 
+def _ranked(values: dict[str, int] | None) -> list[tuple[str, int]]:
+    """Most frequent first (ties: by name)."""
+    return sorted((values or {}).items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def _evidence(value: object) -> str:
     if isinstance(value, float):
         return f"{value:g}"
@@ -348,7 +379,7 @@ def _evidence(value: object) -> str:
     return str(value)
 
 
-def _others(digest: Digest, rest: list[QueryClass], first: int) -> Markup:
+def _others(digest: Report, rest: list[ReportClass], first: int) -> Markup:
     listed = rest[:OTHER_LIMIT]
     rows = [
         [

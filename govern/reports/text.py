@@ -12,6 +12,7 @@ import sys
 from typing import IO, Any, Literal
 
 from govern import units
+from govern.digest.report import Report, ReportClass
 from govern.reports import (
     figure,
     finding_ids,
@@ -26,7 +27,7 @@ _BARS = " ▁▂▃▄▅▆▇█"
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def render(document: dict[str, Any], stream: IO[str] | None = None, top: int | None = 20) -> None:
+def render(report: Report, stream: IO[str] | None = None, top: int | None = 20) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -34,12 +35,12 @@ def render(document: dict[str, Any], stream: IO[str] | None = None, top: int | N
     target = stream or sys.stdout
     piped = not getattr(target, "isatty", lambda: False)()
     out = Console(file=target, highlight=False, soft_wrap=False, width=160 if piped else None)
-    classes = list(document["classes"][: top if top is not None else None])
+    classes = list(report.classes[: top if top is not None else None])
     out.print("[bold]govern digest[/bold]")
-    for line in summary_lines(document) + rules_lines(document):
+    for line in summary_lines(report) + rules_lines(report):
         out.print(f"  {escape(line)}")
-    for bad in document["malformed"]:
-        out.print(f"  [yellow]malformed[/yellow] {bad['file']}:{bad['line']}: {bad['reason']}")
+    for bad in report.malformed:
+        out.print(f"  [yellow]malformed[/yellow] {bad.file}:{bad.line}: {bad.reason}")
     if not classes:
         out.print("\nno query classes")
         return
@@ -53,44 +54,45 @@ def render(document: dict[str, Any], stream: IO[str] | None = None, top: int | N
         ("avg", "right"),
         ("p95", "right"),
         ("rows exam.", "right"),
-        *((("findings", "left"),) if document.get("rules") else ()),
+        *((("findings", "left"),) if report.rules else ()),
         ("fingerprint", "left"),
     )
     for name, justify in columns:
         profile.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")
     # The findings column takes its room from the fingerprint, not from the figures.
     findings_width = max([8, *(len(finding_ids(item)) for item in classes)])
-    fingerprint_width = 80 - (findings_width + 3 if document.get("rules") else 0)
+    fingerprint_width = 80 - (findings_width + 3 if report.rules else 0)
     for rank, item in enumerate(classes, 1):
-        qt = item["metrics"]["Query_time"]
-        examined = item["metrics"].get("Rows_examined")
+        qt = item.metrics["Query_time"]
+        examined = item.metrics.get("Rows_examined")
         profile.add_row(
             str(rank),
-            item["id16"],
-            units.duration(qt["sum"], "compact"),
-            f"{item['share'] * 100:.1f}",
-            units.count(item["count"], "compact"),
-            units.duration(qt["avg"], "compact"),
-            units.duration(qt["p95"], "compact"),
-            units.count(examined["avg"], "compact") if examined else "-",
-            *((finding_ids(item),) if document.get("rules") else ()),
-            escape(_short(item["fingerprint"], fingerprint_width)),
+            item.short_id,
+            units.duration(qt.sum, "compact"),
+            f"{_share(item) * 100:.1f}",
+            units.count(item.count, "compact"),
+            units.duration(qt.avg, "compact"),
+            units.duration(qt.p95, "compact"),
+            units.count(examined.avg, "compact") if examined else "-",
+            *((finding_ids(item),) if report.rules else ()),
+            escape(_short(item.fingerprint, fingerprint_width)),
         )
     out.print()
     out.print(profile)
     for rank, item in enumerate(classes, 1):
         out.print()
         _render_class(out, rank, item)
-    hidden = unshown_findings(document, classes)
+    hidden = unshown_findings(report, classes)
     if hidden:
         out.print()
         out.print(f"{hidden:,} more findings in classes not shown (--top)")
-    other = document.get("other")
+    other = report.other
     if other:
+        query_time = other.metrics.get("Query_time")
         out.print()
         out.print(
-            f"[bold]other[/bold]: {other['count']:,} events in classes beyond --max-classes, "
-            f"{units.duration(other['metrics']['Query_time']['sum'], 'compact') if 'Query_time' in other['metrics'] else '-'}"
+            f"[bold]other[/bold]: {other.count:,} events in classes beyond --max-classes, "
+            f"{units.duration(query_time.sum, 'compact') if query_time else '-'}"
         )
 
 
@@ -99,21 +101,24 @@ def _short(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _render_class(out: Any, rank: int, item: dict[str, Any]) -> None:
+def _share(item: ReportClass) -> float:
+    return item.share or 0.0
+
+
+def _render_class(out: Any, rank: int, item: ReportClass) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    qt = item["metrics"]["Query_time"]
-    out.print(f"[bold]# {rank}  {item['id']}[/bold]  ({item['share'] * 100:.1f}% of query time)")
-    out.print(f"  {escape(_short(item['fingerprint'], 400))}")
-    rate = f", {item['qps']:.3g}/s" if item.get("qps") else ""
-    seen = f", seen {item['first_seen']} .. {item['last_seen']}" if item["first_seen"] else ""
-    out.print(f"  {item['count']:,} calls{rate}{seen}")
+    out.print(f"[bold]# {rank}  {item.id}[/bold]  ({_share(item) * 100:.1f}% of query time)")
+    out.print(f"  {escape(_short(item.fingerprint, 400))}")
+    rate = f", {item.qps:.3g}/s" if item.qps else ""
+    seen = f", seen {item.first_seen} .. {item.last_seen}" if item.first_seen else ""
+    out.print(f"  {item.count:,} calls{rate}{seen}")
     table = Table(show_edge=False, pad_edge=False, box=None)
     table.add_column("  attribute")
     for column in ("sum", "min", "max", "avg", "median", "p95", "p99"):
         table.add_column(column, justify="right")
-    metrics = item["metrics"]
+    metrics = item.metrics
     for name in metric_order(metrics):
         metric = metrics[name]
         table.add_row(
@@ -125,74 +130,73 @@ def _render_class(out: Any, rank: int, item: dict[str, Any]) -> None:
         )
     out.print(table)
     flags = [
-        f"{name} {flag['yes'] * 100 / flag['count']:.0f}%"
-        for name, flag in item["flags"].items()
-        if flag["count"]
+        f"{name} {flag.yes * 100 / flag.count:.0f}%"
+        for name, flag in item.flags.items()
+        if flag.count
     ]
     if flags:
         out.print(f"  flags: {', '.join(flags)}")
     spread = [
-        f"{name}: {escape(top_values(values))}" for name, values in item["values"].items() if values
+        f"{name}: {escape(top_values(values))}" for name, values in item.values.items() if values
     ]
-    if item["servers"]:
-        spread.append(f"servers: {escape(top_values(item['servers'], 5))}")
+    if item.servers:
+        spread.append(f"servers: {escape(top_values(item.servers, 5))}")
     if spread:
         out.print("  " + "   ".join(spread))
-    histogram = item["histogram"]
-    out.print("  Query_time: " + _sparkline(histogram["Query_time"], histogram["labels"]))
+    out.print("  Query_time: " + _sparkline(item.histogram))
     out.print("  " + _sequence(item))
-    tables = item["tables"]
-    if tables["read"] or tables["written"]:
+    tables = item.tables
+    if tables and (tables.read or tables.written):
         out.print(
-            f"  tables: read {', '.join(tables['read']) or '-'}; written {', '.join(tables['written']) or '-'}"
+            f"  tables: read {', '.join(tables.read) or '-'}; written {', '.join(tables.written) or '-'}"
         )
-    for finding in item.get("findings") or ():
-        style = _SEVERITY_STYLE.get(finding["severity"], "")
+    for finding in item.findings:
+        style = _SEVERITY_STYLE.get(finding.severity, "")
         out.print(
-            f"  [{style}]{finding['rule']} {finding['severity']}[/{style}]: "
-            f"{escape(finding['message'])}"
+            f"  [{style}]{finding.rule} {finding.severity}[/{style}]: {escape(finding.message)}"
         )
-    sample = item.get("sample")
+    sample = item.sample
     if sample:
-        where = f" at {sample['file']}:{sample['line']}" if sample.get("file") else ""
-        when = f", {sample['ts']}" if sample.get("ts") else ""
-        out.print(
-            f"  worst sample ({units.duration(sample['query_time'], 'compact')}{where}{when}):"
-        )
-        query = sample["query"] + (" /* … truncated */" if sample["truncated"] else "")
+        where = f" at {sample.file}:{sample.line}" if sample.file else ""
+        when = f", {sample.ts}" if sample.ts else ""
+        out.print(f"  worst sample ({units.duration(sample.query_time, 'compact')}{where}{when}):")
+        query = sample.query + (" /* … truncated */" if sample.truncated else "")
         out.print("    " + escape(_short(query, 2000)))
-    del qt
 
 
-def _sparkline(counts: list[int], labels: list[str]) -> str:
-    top = max(counts) or 1
+def _sparkline(histogram: list[tuple[str, int]]) -> str:
+    top = max((count for _, count in histogram), default=0) or 1
     cells = []
-    for label, count in zip(labels, counts, strict=True):
+    for label, count in histogram:
         bar = _BARS[max(1, round(count * (len(_BARS) - 1) / top))] if count else "·"
         cells.append(f"{label} {bar}")
     return "  ".join(cells)
 
 
-def _sequence(item: dict[str, Any]) -> str:
-    sequence = item["sequence"]
+def _sequence(item: ReportClass) -> str:
+    runs = item.runs
     parts = []
-    if sequence["runs"]:
-        connections = f"{sequence['connections']:,}" + (
-            "" if sequence["connections_exact"] else "~"
-        )
+    if runs and runs.runs:
+        connections = f"{runs.connections:,}" + ("" if runs.connections_exact else "~")
         parts.append(
-            f"runs: {sequence['calls']:,} calls in {sequence['runs']:,} runs on {connections} "
-            f"connection{'' if sequence['connections'] == 1 else 's'}, "
-            f"{sequence['repeated_calls']:,} back-to-back (longest {sequence['longest_run']:,}, "
-            f"mean {sequence['mean_run']:.1f})"
+            f"runs: {runs.calls:,} calls in {runs.runs:,} runs on {connections} "
+            f"connection{'' if runs.connections == 1 else 's'}, "
+            f"{runs.repeated_calls:,} back-to-back (longest {runs.longest_run:,}, "
+            f"mean {runs.mean_run or 0.0:.1f})"
         )
-    rows = item.get("rows_per_statement")
+    rows = item.rows_per_statement
     if rows:
-        parts.append(f"rows/statement {rows['avg']:g} ({rows['source']})")
-    overhead = item["overhead"]
-    if overhead["per_statement"] is not None and item["tables"]["written"]:
+        parts.append(f"rows/statement {rows.avg:g} ({rows.source})")
+    overhead = item.overhead
+    if (
+        overhead
+        and overhead.per_statement is not None
+        and overhead.per_row is not None
+        and item.tables
+        and item.tables.written
+    ):
         parts.append(
-            f"fit: {units.duration(max(overhead['per_statement'], 0.0), 'compact')}/statement + "
-            f"{units.duration(max(overhead['per_row'], 0.0), 'compact')}/row"
+            f"fit: {units.duration(max(overhead.per_statement, 0.0), 'compact')}/statement + "
+            f"{units.duration(max(overhead.per_row, 0.0), 'compact')}/row"
         )
     return "; ".join(parts) if parts else "runs: no connection ids in this log"

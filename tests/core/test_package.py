@@ -45,6 +45,7 @@ def test_the_wheel_holds_only_the_govern_package(wheel: Path) -> None:
     for feature in ("wrappers", "schedulers", "rules"):
         assert f"govern/{feature}/__init__.py" in names, feature
     assert "govern/rules/catalog/__init__.py" in names  # the symlinks' subpackages are copied
+    assert "govern/schemas/govern.digest.schema.json" in names  # saved digests are checked
 
 
 def test_installs_beside_pypis_rules_package(wheel: Path, tmp_path: Path) -> None:

@@ -310,9 +310,34 @@ def test_merge_errors(tmp_path: Path) -> None:
     other = tmp_path / "doctor.json"
     other.write_text('{"schema": "govern.doctor", "schema_version": 1}')
     proc = govern("digest", "merge", str(other))
-    assert proc.returncode == 2 and "not a govern digest" in proc.stderr
+    assert proc.returncode == 2 and "not a saved digest" in proc.stderr
     assert govern("digest", "merge").returncode == 2
     assert "Usage: govern digest merge" in govern("digest", "merge", "--help").stdout
+
+
+def test_a_log_named_like_a_subcommand_is_digested_by_its_path(tmp_path: Path) -> None:
+    """``govern digest merge`` is the subcommand; ``./merge`` (or ``-- merge``) the file."""
+    for name in ("merge", "compare"):
+        (tmp_path / name).write_bytes((DATA / "mysql57.log").read_bytes())
+        for args in ([f"./{name}"], ["--", name], ["--top", "5", name]):
+            proc = subprocess.run(
+                [sys.executable, "-m", "govern", "digest", "--format", "json", *args],
+                capture_output=True,
+                text=True,
+                cwd=tmp_path,
+                check=False,
+            )
+            assert proc.returncode == 0, (args, proc.stderr)
+            document = json.loads(proc.stdout)
+            assert document["totals"]["events"] == 3 and document["inputs"][0]["name"] == args[-1]
+    subcommand = subprocess.run(
+        [sys.executable, "-m", "govern", "digest", "merge"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert subcommand.returncode == 2 and "govern digest ./merge" in subcommand.stderr
 
 
 def test_progress_bar_on_a_terminal_only() -> None:

@@ -10,20 +10,24 @@ from typing import Any
 
 import pytest
 
+from govern.digest.load import load_report
+from govern.digest.report import Report, ReportClass, Stat
 from govern.reports.compare import compare_digests
-from govern.reports.digest_input import Digest, QueryClass, Stat, load_digest
 from tests.browser import png_size
 from tests.digest.slowlogs import pt_digest, record
 
 
-def cls(id: str, count: int, total: float, p95: float) -> QueryClass:
-    return QueryClass(
-        id=id, fingerprint=f"select {id}", count=count, query_time=Stat(sum=total, p95=p95)
+def cls(id: str, count: int, total: float, p95: float) -> ReportClass:
+    return ReportClass(
+        id=id,
+        fingerprint=f"select {id}",
+        count=count,
+        metrics={"Query_time": Stat(sum=total, p95=p95)},
     )
 
 
-def digest(*classes: QueryClass) -> Digest:
-    return Digest(
+def digest(*classes: ReportClass) -> Report:
+    return Report(
         "x.json",
         "govern",
         sum(c.count for c in classes),
@@ -163,7 +167,7 @@ def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"classes": [')
     result = govern("digest", "compare", str(broken), str(broken))
-    assert result.returncode == 2 and "broken.json:1: not JSON" in result.stderr
+    assert result.returncode == 2 and "broken.json:1: not valid JSON" in result.stderr
     other = tmp_path / "other.json"
     other.write_text('{"schema": "govern.lint"}')
     result = govern("digest", "compare", str(other), str(other))
@@ -174,10 +178,9 @@ def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
 
 
 def test_load_pt_json_numbers_as_numbers(recorded: tuple[Path, Path]) -> None:
-    loaded = load_digest(str(recorded[0]))
+    loaded = load_report(str(recorded[0]))
     assert loaded.producer == "pt-query-digest" and loaded.events > 200
-    top = max(loaded.classes, key=lambda c: c.total_time)
-    assert top.fingerprint.startswith("select sleep(?)")
+    (top,) = [c for c in loaded.classes if c.fingerprint.startswith("select sleep(?)")]
     assert isinstance(top.query_time.p95, float) and top.count == 10
     assert sum(n for _, n in top.histogram) == 10
 

@@ -98,9 +98,10 @@ def test_several_inputs_parallel_equals_serial(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Inherited ts/db and runs carry from one file to the next, in parallel too."""
+    from govern.digest.document import to_document
     from govern.digest.filters import parse_filters
-    from govern.digest.result import to_document
-    from govern.digest.runner import DigestOptions, digest_paths
+    from govern.digest.options import DigestOptions
+    from govern.digest.runner import digest_paths
 
     packed = tmp_path / "percona.log.gz"
     packed.write_bytes(gzip.compress((DATA / "percona.log").read_bytes()))

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 import govern.digest.runner as runner
-from govern.digest.result import to_document
-from govern.digest.runner import DigestOptions, digest_bytes
+from govern.digest.document import to_document
+from govern.digest.options import DigestOptions
+from govern.digest.runner import digest_bytes
 from tests.digest.support import govern_document, record_workload
 
 

@@ -28,10 +28,11 @@ import pytest
 
 import govern.digest.runner as runner
 from govern import native
+from govern.digest.document import full_document
 from govern.digest.filters import parse_filters
 from govern.digest.native_total import NativePartial
-from govern.digest.result import full_document
-from govern.digest.runner import DigestOptions, digest_paths
+from govern.digest.options import DigestOptions
+from govern.digest.runner import digest_paths
 from govern.slowlog import normalize_time
 from tests.digest.support import record_workload
 from tests.paths import CORPUS, SLOWLOGS, require_corpus

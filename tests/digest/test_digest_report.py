@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from govern.digest.load import load_report
+from govern.digest.report import Report, ReportClass, SampleQuery, Stat
+from govern.digest.timeline import Timeline
 from govern.reports.digest_html import digest_report
-from govern.reports.digest_input import Digest, QueryClass, Stat, load_digest
-from govern.reports.timeline import Timeline
 from govern.reports.windows import load_windows, windows_from_history
 from tests.browser import png_size
 from tests.digest.slowlogs import events, pt_digest, record
@@ -36,9 +37,9 @@ def workload(conn: Any) -> None:
 
 
 @pytest.fixture
-def recorded(server: Any, connect: Any, tmp_path: Path) -> tuple[Digest, Path]:
+def recorded(server: Any, connect: Any, tmp_path: Path) -> tuple[Report, Path]:
     log = record(server, connect, "report", workload)
-    digest = load_digest(str(pt_digest(log, tmp_path / "digest.json")))
+    digest = load_report(str(pt_digest(log, tmp_path / "digest.json")))
     digest.timeline = Timeline.from_events(events(log))
     return digest, log
 
@@ -77,7 +78,7 @@ def svgs(html: str) -> list[ET.Element]:
 
 
 def test_report_of_a_recorded_log(
-    recorded: tuple[Digest, Path], tmp_path: Path, browser: Any
+    recorded: tuple[Report, Path], tmp_path: Path, browser: Any
 ) -> None:
     digest, _ = recorded
     first = min(digest.timeline.counts) if digest.timeline else 0
@@ -123,24 +124,26 @@ def test_blind_windows_come_from_saved_history(tmp_path: Path) -> None:
         load_windows([str(other)])
 
 
-def synthetic(classes: int) -> Digest:
+def synthetic(classes: int) -> Report:
     found = [
-        QueryClass(
+        ReportClass(
             id=f"{i:032X}",
             fingerprint=f"select * from t{i} where a = ? and b in (?+)",
             count=1000 - i % 1000,
-            query_time=Stat(
-                sum=1e6 / (i + 1), min=0.001, max=2.0, avg=0.01, median=0.008, p95=0.05, p99=0.2
-            ),
-            metrics={"Rows_examined": Stat(sum=1000, min=1, max=100, avg=10, median=8, p95=50)},
+            metrics={
+                "Query_time": Stat(
+                    sum=1e6 / (i + 1), min=0.001, max=2.0, avg=0.01, median=0.008, p95=0.05, p99=0.2
+                ),
+                "Rows_examined": Stat(sum=1000, min=1, max=100, avg=10, median=8, p95=50),
+            },
             histogram=[("1ms", 3), ("10ms", 10), ("100ms", 1)],
-            sample=f"SELECT * FROM t{i} WHERE a = 1 AND b IN (1,2,3)",
+            sample=SampleQuery(f"SELECT * FROM t{i} WHERE a = 1 AND b IN (1,2,3)"),
         )
         for i in range(classes)
     ]
     base = 1_700_000_000
     timeline = Timeline.from_events((base + s * 13, 0.01) for s in range(20_000))
-    return Digest(
+    return Report(
         "big.json", "govern", 10**7, found, sum(c.total_time for c in found), timeline=timeline
     )
 
@@ -158,5 +161,5 @@ def test_a_large_digest_stays_small_and_fast() -> None:
 
 
 def test_an_empty_digest_still_makes_a_page() -> None:
-    html = digest_report(Digest("empty.json", "govern", 0, [], 0.0))
+    html = digest_report(Report("empty.json", "govern", 0, [], 0.0))
     assert "no timeline" in html and "nothing to show" in html and "Other classes" not in html

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from govern.digest.result import to_document
-from govern.digest.runner import DigestOptions, digest_paths
+from govern.digest.document import to_document
+from govern.digest.options import DigestOptions
+from govern.digest.runner import digest_paths
 from govern.rules.config import RulesConfig
 from govern.rules.digest import DigestRuleOptions, check_document
 from tests.digest.support import (

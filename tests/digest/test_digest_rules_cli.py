@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from govern.digest.result import to_document
+from govern.digest.document import to_document
 from govern.digest.runner import digest_bytes
 from govern.rules.config import RulesConfig
 from govern.rules.digest import DigestRuleOptions, check_document

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from govern import native
+from govern.digest.document import full_document
 from govern.digest.native_total import NativePartial
-from govern.digest.result import full_document
-from govern.digest.runner import DigestOptions, digest_paths
+from govern.digest.options import DigestOptions
+from govern.digest.runner import digest_paths
 from tests.paths import require_corpus
 
 pytestmark = pytest.mark.skipif(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from govern.reports.timeline import Timeline
+from govern.digest.timeline import Timeline
 
 BASE = 1_709_251_200  # 2024-03-01 00:00 UTC
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from govern.cli import cli
-from govern.digest.result import to_document
+from govern.digest.document import to_document
 from govern.digest.runner import digest_bytes
 from govern.rules.base import Example
 from govern.rules.config import RulesConfig

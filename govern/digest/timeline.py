@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 #: Bucket sizes a chart may coarsen to, in seconds.
@@ -28,6 +29,24 @@ class Timeline:
         bucket = int(epoch // self.step * self.step)
         self.counts[bucket] = self.counts.get(bucket, 0) + 1
         self.seconds[bucket] = self.seconds.get(bucket, 0.0) + query_time
+
+    @classmethod
+    def from_minutes(cls, step: int, minutes: Iterable[Iterable[Any]]) -> Timeline | None:
+        """A ``govern.digest`` document's ``timeline`` (``[minute, events, query_time_s]``
+        per log minute): None when no minute can be placed on a clock.
+
+        Log time is read as UTC (the state store's clock, where blind windows come from): a
+        server that logs local time in another zone shows its windows shifted by the offset.
+        """
+        timeline = cls(step)
+        for minute, events, seconds in minutes:
+            try:
+                bucket = int(log_epoch(f"{minute}:00"))
+            except ValueError:
+                continue  # a log time govern cannot place on a clock
+            timeline.counts[bucket] = timeline.counts.get(bucket, 0) + int(events)
+            timeline.seconds[bucket] = timeline.seconds.get(bucket, 0.0) + float(seconds)
+        return None if timeline.empty else timeline
 
     @classmethod
     def from_events(cls, events: Iterable[tuple[float, float]], step: int = 60) -> Timeline:
@@ -94,3 +113,11 @@ class Timeline:
             timeline.counts[int(bucket)] = int(events)
             timeline.seconds[int(bucket)] = float(seconds)
         return timeline
+
+
+def log_epoch(stamp: str) -> float:
+    """A log time (ISO 8601) as epoch seconds; without a zone it is UTC."""
+    moment = datetime.fromisoformat(stamp)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()

@@ -1,0 +1,82 @@
+"""How the rest of govern reads a digest's classes: the protocols of the digest package.
+
+:class:`ClassSource` is what every engine's result offers the reports and the rules (the
+merged classes); :class:`ClassDocuments` is a ``govern.digest`` document's ``classes`` as
+the digest rules read them (govern/digest/lazy.py implements it twice).
+
+Two sources implement :class:`ClassSource`: :class:`govern.digest.aggregate.Partial` (the
+Python engine's classes, and saved digests read back for a merge) and
+:class:`govern.digest.native_total.NativePartial` (the classes the native core holds). A
+source may build each :class:`ClassAgg` only when asked, so reports read one class at a
+time and never need them all at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
+
+from govern.digest.aggregate import ClassAgg, ClassKey, Malformed
+
+
+class ClassSource(Protocol):
+    """The merged classes of a digest, as reports and rules read them.
+
+    ``class_at`` may return a fresh object at every call: callers neither keep nor
+    change it.
+    """
+
+    other: ClassAgg | None
+    events: int
+    filtered: int
+    no_statement: int
+    malformed: int
+    malformed_kept: list[Malformed]
+    minutes: dict[str, list[int]]
+
+    def class_count(self) -> int:
+        """Classes, not counting ``other``."""
+        ...
+
+    def class_keys(self, attribute: str) -> Sequence[ClassKey]:
+        """One key per class (``other`` not included), ``metric`` for ``attribute``."""
+        ...
+
+    def ranked_keys(
+        self, attribute: str, function: str
+    ) -> tuple[Sequence[ClassKey], Sequence[ClassKey]]:
+        """The keys of the classes with Query_time in report order
+        (:func:`govern.digest.ordering.rank`), and those without."""
+        ...
+
+    def class_at(self, index: int) -> ClassAgg:
+        """The class of a key from the latest ``class_keys()`` or ``ranked_keys()``."""
+        ...
+
+    def totals(self) -> ClassAgg:
+        """Every class and ``other`` merged into one new ClassAgg."""
+        ...
+
+    def fingerprint_of(self, class_id: str) -> bytes | None:
+        """The fingerprint of the class whose query ID is ``class_id``, if kept."""
+        ...
+
+
+#: Finds the findings (as JSON) of a class by its query ID.
+FindingsLookup = Callable[[str], list[dict[str, Any]]]
+
+
+class ClassDocuments(Protocol):
+    """A digest document's ``classes``, as the digest rules read them."""
+
+    def views(self) -> Iterator[Mapping[str, Any]]:
+        """Each class document, to read (a lazy class builds each part when it is read)."""
+        ...
+
+    def fingerprint_of(self, class_id: str) -> str | None:
+        """The fingerprint (as documents show it) of a class of the digest, by query ID."""
+        ...
+
+    def attach_findings(self, lookup: FindingsLookup) -> None:
+        """Give each class document its ``findings`` (now, or as it is built)."""
+        ...

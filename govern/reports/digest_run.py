@@ -1,0 +1,194 @@
+"""What ``govern digest`` does, as a library: digest slow logs (or merge saved digests, or
+compare two), run the rule catalog over the classes, write the report.
+
+The commands (govern/commands/digest.py, digest_compare.py) only turn options into the
+arguments of these functions and their results into exit codes.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING
+
+from govern.digest.checks import input_warnings, order_warning
+from govern.digest.document import build_document, limit_classes
+from govern.digest.load import load_report
+from govern.digest.merge import merge_reports
+from govern.digest.options import DigestOptions
+from govern.digest.ordering import parse_order_by
+from govern.digest.report import Report
+from govern.digest.result import Digest
+from govern.digest.runner import digest_paths
+from govern.errors import UsageError
+from govern.output import print_json, warn
+
+if TYPE_CHECKING:
+    from govern.reports.compare import Comparison
+    from govern.rules.digest import DigestRuleOptions
+
+FORMATS = ("text", "json", "md", "html")
+#: Classes a report shows without --top (JSON lists them all, so it can be merged).
+DEFAULT_TOP = 20
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """How to write the report: ``--format``, ``--top``, ``-o``, ``--windows``, ``--state``."""
+
+    output_format: str = "text"  # text, json, md or html
+    top: int | None = None  # classes shown; None: DEFAULT_TOP, all in JSON
+    output: str = "-"  # where the html page goes ("-": stdout)
+    window_files: Sequence[str] = ()  # govern history --json files, shaded on the html page
+    state_path: str | None = None  # the state file whose blind windows the html page shades
+
+    def check(self) -> None:
+        """-o and --windows are for the html page (checked before any log is read)."""
+        if self.output_format not in FORMATS:
+            raise UsageError(f"--format {self.output_format}: expected one of {', '.join(FORMATS)}")
+        if self.output_format == "html":
+            return
+        if self.output != "-":
+            raise UsageError("-o: only with --format html (redirect the other formats: > FILE)")
+        if self.window_files:
+            raise UsageError("--windows: only the html format draws blind windows")
+
+
+def digest_logs(
+    inputs: Sequence[str],
+    options: DigestOptions,
+    report: ReportOptions,
+    rules: DigestRuleOptions | None,
+    stream: IO[str] | None = None,
+) -> int:
+    """``govern digest``: digest slow logs (paths, globs, ``-``), run the rules, write the
+    report; warnings about the inputs go to stderr. Returns the exit code: 1 when a
+    finding reaches ``rules.fail_on``, else 0."""
+    parse_order_by(options.order_by)
+    report.check()
+    if rules is not None:
+        # The rules' modules (sqlglot among them) load while the core digests on its
+        # own threads, instead of after it.
+        threading.Thread(target=_load_rules, name="govern-load-rules", daemon=True).start()
+    digest = digest_paths(list(inputs), options)
+    for line in input_warnings(digest):
+        warn(line)
+    return render_digest(digest, report, rules, stream)
+
+
+def merge_saved(
+    paths: Sequence[str],
+    report: ReportOptions,
+    rules: DigestRuleOptions | None,
+    *,
+    order_by: str = "Query_time:sum",
+    max_classes: int = 10_000,
+    stream: IO[str] | None = None,
+) -> int:
+    """``govern digest merge``: saved digests merged into one, then as :func:`digest_logs`."""
+    parse_order_by(order_by)
+    report.check()
+    if not paths:
+        raise UsageError("no input: give digests saved with --format json (or - for stdin)")
+    saved = [load_report(path) for path in paths]
+    for one in saved:
+        if one.omitted_classes:
+            warn(
+                f"{one.path}: {one.omitted_classes} classes were left out (saved with --top): "
+                "the merge misses them"
+            )
+    merged = merge_reports(saved, max_classes=max_classes, order_by=order_by)
+    warning = order_warning(merged)
+    if warning:
+        warn(warning)
+    return render_digest(merged, report, rules, stream)
+
+
+def render_digest(
+    digest: Digest,
+    report: ReportOptions,
+    rules: DigestRuleOptions | None,
+    stream: IO[str] | None = None,
+) -> int:
+    """Run the rules over a digest and write its report; the exit code as
+    :func:`digest_logs`'s.
+
+    The document's classes are built one at a time, as the rules and the report read
+    them (each pass builds them again): no moment holds every class document."""
+    out = stream or sys.stdout
+    document = build_document(digest)
+    exit_code = 0
+    if rules is not None:
+        from govern.rules.digest import check_document
+
+        found = check_document(document, rules)
+        found.annotate(document)
+        exit_code = found.exit_code
+    if report.output_format == "json":
+        print_json(limit_classes(document, report.top), out)
+        return exit_code
+    names = ", ".join(source.name for source in digest.sources)
+    model = Report.of_document(document, names)
+    top = report.top if report.top is not None else DEFAULT_TOP
+    if report.output_format == "html":
+        from govern.html.page import write_page
+        from govern.reports.digest_html import digest_report
+        from govern.reports.windows import load_windows, windows_from_state_file
+
+        windows = windows_from_state_file(report.state_path) + load_windows(report.window_files)
+        write_page(digest_report(model, windows=windows, top=top), report.output)
+    elif report.output_format == "md":
+        from govern.reports import markdown
+
+        markdown.render(model, out, top=top)
+    else:
+        from govern.reports import text
+
+        text.render(model, out, top=top)
+    return exit_code
+
+
+def compare_saved(
+    before: str,
+    after: str,
+    *,
+    threshold: float = 0.2,
+    min_time: float = 0.001,
+    output_format: str = "text",
+    output: str = "-",
+) -> Comparison:
+    """``govern digest compare``: two saved digests (govern's or pt-query-digest's) compared
+    class by class, the comparison written in ``output_format`` to ``output``."""
+    from govern.html.page import write_page
+    from govern.reports.compare import compare_digests
+
+    comparison = compare_digests(
+        load_report(before), load_report(after), threshold=threshold, min_time=min_time
+    )
+    if output_format == "json":
+        import json
+
+        text = json.dumps(comparison.to_json(), indent=2, ensure_ascii=False) + "\n"
+    elif output_format == "md":
+        from govern.reports.compare_output import to_markdown
+
+        text = to_markdown(comparison)
+    elif output_format == "html":
+        from govern.reports.compare_html import compare_report
+
+        text = compare_report(comparison)
+    else:
+        from govern.reports.compare_output import to_text
+
+        text = to_text(comparison)
+    write_page(text, output)
+    return comparison
+
+
+def _load_rules() -> None:
+    import sqlglot  # noqa: F401
+
+    import govern.rules.digest
+    import govern.rules.sql.statement  # noqa: F401
