@@ -21,7 +21,7 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -254,3 +254,9 @@ def _chunks(head: bytes, raw: IO[bytes]) -> Iterator[bytes]:
     while chunk := raw.read(1 << 20):
         yield chunk
 
+
+def total_size(inputs: Sequence[Input]) -> int | None:
+    """Bytes to read, for a progress bar (None: some input's size is not known)."""
+    if any(item.size is None for item in inputs):
+        return None
+    return sum(item.size or 0 for item in inputs)

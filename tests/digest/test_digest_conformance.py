@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import govern.digest.runner as runner
+from govern.digest import segments as segmenting
 from tests.digest.support import assert_same_classes, govern_document, record_workload
 from tests.paths import CORPUS, SLOWLOGS, require_corpus
 
@@ -48,7 +48,7 @@ def _parallel_equals_serial(
     path: Path, monkeypatch: pytest.MonkeyPatch, segments: tuple[int, ...]
 ) -> None:
     serial = govern_document(path, jobs=1)
-    monkeypatch.setattr(runner, "PARALLEL_MINIMUM", 0)
+    monkeypatch.setattr(segmenting, "PARALLEL_MINIMUM", 0)
     for segment in segments:
         assert govern_document(path, jobs=2, segment=segment) == serial, f"segment {segment}"
 
@@ -86,7 +86,7 @@ def test_gzip_stream_equals_plain_file(tmp_path: Path, monkeypatch: pytest.Monke
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     expected = govern_document(plain, jobs=1)
     for jobs, segment in ((1, 32 << 20), (2, 200)):
-        monkeypatch.setattr(runner, "PARALLEL_MINIMUM", 0)
+        monkeypatch.setattr(segmenting, "PARALLEL_MINIMUM", 0)
         document = govern_document(packed, jobs=jobs, segment=segment)
         assert document["classes"] == [
             item | {"sample": item["sample"] | {"file": str(packed)}}
@@ -108,7 +108,7 @@ def test_several_inputs_parallel_equals_serial(
     files = [str(p) for p in sorted(DATA.glob("*.log"))] + [str(packed)]
     for extra in ({}, {"filters": parse_filters(["db=shop"]), "since": "2000-01-01 00:00:00"}):
         serial = to_document(digest_paths(files, DigestOptions(jobs=1, **extra)))  # type: ignore[arg-type]
-        monkeypatch.setattr(runner, "PARALLEL_MINIMUM", 0)
+        monkeypatch.setattr(segmenting, "PARALLEL_MINIMUM", 0)
         parallel = to_document(digest_paths(files, DigestOptions(jobs=2, segment=300, **extra)))  # type: ignore[arg-type]
         assert parallel == serial
         assert serial["totals"]["events"] > 0

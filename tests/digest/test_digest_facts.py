@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import govern.digest.runner as runner
+from govern.digest import segments as segmenting
 from govern.digest.document import to_document
 from govern.digest.options import DigestOptions
 from govern.digest.runner import digest_bytes
@@ -105,7 +105,7 @@ def test_runs_are_stitched_across_parallel_segments(
     path = tmp_path / "seq.log"
     path.write_bytes((_sequence_log() + _single_row_log()) * 7)
     serial = govern_document(path, jobs=1)
-    monkeypatch.setattr(runner, "PARALLEL_MINIMUM", 0)
+    monkeypatch.setattr(segmenting, "PARALLEL_MINIMUM", 0)
     for segment in (150, 400, 700, 1000):
         assert govern_document(path, jobs=2, segment=segment) == serial
 

@@ -26,8 +26,9 @@ from typing import Any
 
 import pytest
 
-import govern.digest.runner as runner
 from govern import native
+from govern.digest import native_engine
+from govern.digest import segments as segmenting
 from govern.digest.document import full_document
 from govern.digest.filters import parse_filters
 from govern.digest.native_total import NativePartial
@@ -55,7 +56,7 @@ def document(
     """``govern.digest`` JSON of one log, by the Python engine or the core."""
     with monkeypatch.context() as patch:
         patch.setattr(native, "_DISABLED", python)
-        patch.setattr(runner, "PARALLEL_MINIMUM", 0)
+        patch.setattr(segmenting, "PARALLEL_MINIMUM", 0)
         return full_document(digest_paths([str(path)], DigestOptions(**options)))
 
 
@@ -260,24 +261,24 @@ def test_segments_grow_for_few_classes_and_shrink_for_many(
 ) -> None:
     """The core's segments start small, grow once the merged part shows few classes,
     shrink once it shows many; the JSON is the Python engine's either way."""
-    assert runner.native_segment(0, 0) == runner.NATIVE_SEGMENT
-    assert runner.native_segment(405, 32 << 20) == runner.NATIVE_SEGMENT_FEW_CLASSES
-    assert runner.native_segment(5000, 0) == runner.NATIVE_SEGMENT_MANY_CLASSES
+    assert native_engine.native_segment(0, 0) == native_engine.NATIVE_SEGMENT
+    assert native_engine.native_segment(405, 32 << 20) == native_engine.NATIVE_SEGMENT_FEW_CLASSES
+    assert native_engine.native_segment(5000, 0) == native_engine.NATIVE_SEGMENT_MANY_CLASSES
     for name, value in (
         ("NATIVE_SEGMENT", 4000),
         ("NATIVE_SEGMENT_FEW_CLASSES", 16_000),
         ("NATIVE_SEGMENT_MANY_CLASSES", 1000),
         ("MANY_CLASSES", 50),
     ):
-        monkeypatch.setattr(runner, name, value)
+        monkeypatch.setattr(native_engine, name, value)
     chosen: list[int] = []
-    policy = runner.native_segment
+    policy = native_engine.native_segment
 
     def spy(classes: int, merged_bytes: int) -> int:
         chosen.append(policy(classes, merged_bytes))
         return chosen[-1]
 
-    monkeypatch.setattr(runner, "native_segment", spy)
+    monkeypatch.setattr(native_engine, "native_segment", spy)
     for classes, want, never in ((20, 16_000, 1000), (300, 1000, 16_000)):
         path = tmp_path / f"{classes}.log"
         path.write_bytes(many_classes_log(classes) * (400 // classes))
