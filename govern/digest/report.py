@@ -15,9 +15,6 @@ from typing import Any, overload
 
 from govern.digest.timeline import Timeline
 
-#: A class's statistics, in the order reports show them.
-STATISTICS = ("sum", "min", "max", "avg", "median", "p95", "p99")
-
 
 @dataclass(frozen=True, slots=True)
 class Stat:
@@ -291,7 +288,6 @@ class Report:
     window_seconds: float | None = None
     inputs: list[InputName] = field(default_factory=list)
     timeline: Timeline | None = None
-    metrics: dict[str, Stat] = field(default_factory=dict)  # over all events
     totals: Totals = field(default_factory=Totals)
     max_classes: int | None = None  # --max-classes (govern)
     malformed: list[MalformedEvent] = field(default_factory=list)  # the first ones (govern)
@@ -331,7 +327,6 @@ class Report:
             timeline=None
             if timeline is None
             else Timeline.from_minutes(int(timeline["step_s"]), timeline["minutes"]),
-            metrics={name: Stat.of(figures) for name, figures in document["metrics"].items()},
             totals=Totals(
                 totals["classes"],
                 totals["other_events"],

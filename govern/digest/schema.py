@@ -66,12 +66,8 @@ class Problem:
     message: str
     expected: str | None = None  # what the type check wanted (to join anyOf's branches)
 
-    @property
-    def where(self) -> str:
-        return json_path(self.path)
-
     def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
+        return f"{json_path(self.path)}: {self.message}"
 
 
 def json_path(path: Path, limit: int | None = None) -> str:
@@ -167,7 +163,8 @@ class Schema:
         return check
 
     def _reference(self, reference: str) -> Check:
-        """A ``#/$defs/…`` reference, compiled once and shared by every place using it."""
+        """A ``#/$defs/…`` reference, compiled once and shared by every place using it (so a
+        definition may not refer to itself: govern's documents are not recursive)."""
         if not reference.startswith("#/"):
             raise ValueError(f"schema: only local references are read, not {reference}")
         found = self._compiled.get(reference)
