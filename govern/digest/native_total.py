@@ -1,6 +1,6 @@
 """A digest merged inside the native core: ranges on threads, classes kept in Rust.
 
-With the core built, the runner (``runner._digest_native``) runs its plan
+With the core built, the native engine (govern/digest/native_engine.py) runs its plan
 (segments cut at record boundaries, merged strictly in input order, a segment
 redone when pt's reader ran into it) with threads instead of worker processes:
 each range is digested by the core with the GIL released and stays a Rust object
