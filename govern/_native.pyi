@@ -1,11 +1,12 @@
-# Type stub for the extension built from native/src/python.rs.
+# Type stub for the extension built from native/src/python/ (mod.rs, figures.rs).
 from collections.abc import Callable
-from typing import Any
+
+from typing_extensions import Buffer
 
 def fingerprint(query: bytes) -> bytes: ...
 def query_id(fingerprint: bytes) -> str: ...
 def range_handle(
-    data: Any,
+    data: FileMap | Buffer,
     start: int,
     stop: int,
     end: int,
@@ -14,7 +15,6 @@ def range_handle(
     context_db: bytes | None,
     context_known: bool,
     server_salt: int,
-    release: bool = False,
     since: bytes | None = None,
     until: bytes | None = None,
     keep_event: Callable[[bytes | None, bytes | None, bytes | None], bool] | None = None,
@@ -22,6 +22,66 @@ def range_handle(
     needs_db: bool = False,
     max_events: int | None = None,
 ) -> Range: ...
+
+class FileMap:
+    def __init__(self, path: str) -> None: ...
+    def __len__(self) -> int: ...
+    def close(self) -> None: ...
+
+class MetricFigures:
+    count: int
+    total: int
+    low: int
+    high: int
+    buckets: dict[int, int]
+    decimal: bool
+
+class SampleFigures:
+    query_time: int
+    query: bytes
+    ts: str | None
+    db: str | None
+    user: str | None
+    host: str | None
+    file: int
+    line: int
+    truncated: bool
+    unknown_ts: bool
+    unknown_db: bool
+
+class RunsFigures:
+    runs: int
+    calls: int
+    repeated_calls: int
+    longest: int
+    lengths: dict[int, int]
+    leads: dict[str, list[int]]
+
+class FitFigures:
+    n: int
+    sx: int
+    sy: int
+    sxx: int
+    sxy: int
+
+class ClassFigures:
+    fingerprint: bytes
+    count: int
+    ts_min: str | None
+    ts_max: str | None
+    metrics: dict[str, MetricFigures]
+    booleans: dict[str, list[int]]
+    strings: dict[str, dict[str, int]]
+    servers: dict[str, int]
+    histogram: list[int]
+    sample: SampleFigures | None
+    runs: RunsFigures
+    single_runs: RunsFigures
+    connections: set[int]
+    texts: set[int]
+    fit: FitFigures
+    unknown_db: int
+    unknown_ts: bool
 
 class Range:
     end: int
@@ -45,6 +105,6 @@ class Total:
     ) -> tuple[bytes, int, bool, tuple[int, int, int, int] | None]: ...
     def ranked(self, attribute: bytes, function: str) -> tuple[bytes, bytes]: ...
     def fingerprint_of(self, id: str) -> bytes | None: ...
-    def class_at(self, index: int) -> tuple[Any, ...]: ...
-    def other(self) -> tuple[Any, ...] | None: ...
-    def totals(self) -> tuple[Any, ...]: ...
+    def class_at(self, index: int) -> ClassFigures: ...
+    def other(self) -> ClassFigures | None: ...
+    def totals(self) -> ClassFigures: ...

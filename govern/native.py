@@ -7,15 +7,20 @@ and callers ask :func:`available` and fall back to the pure-Python engine.
 
 ``govern digest`` drives it through govern/digest/native_total.py: ranges of the input
 digested on threads (:func:`range_handle`, the GIL released), merged in input order by a
-:func:`new_total`, whose classes stay in Rust and are read one at a time. To digest
-files from a program, use :func:`govern.digest.runner.digest_paths`, which picks the core.
+:func:`new_total`, whose classes stay in Rust and are read one at a time as named
+figures (``ClassFigures``). Files are mapped by the core (:func:`map_file`), which alone
+decides which pages it drops from memory. To digest files from a program, use
+:func:`govern.digest.runner.digest_paths`, which picks the core.
 """
 
 from __future__ import annotations
 
 import os
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from govern._native import FileMap, Range, Total
 
 _core: ModuleType | None
 try:
@@ -53,7 +58,7 @@ def query_id(fingerprint: bytes) -> str:
 
 
 def range_handle(
-    data: Any,
+    data: FileMap | bytes,
     start: int,
     stop: int,
     end: int,
@@ -62,17 +67,18 @@ def range_handle(
     context_db: bytes | None,
     context_known: bool,
     server_salt: int,
-    release: bool = False,
     **filtering: Any,
-) -> Any:
-    """:func:`digest_range`, its result left in Rust (a ``Range`` for :func:`new_total`).
+) -> Range:
+    """One range of ``data`` digested, its result left in Rust (a ``Range`` for
+    :func:`new_total`). ``data`` is a :func:`map_file` (pages dropped as they are
+    digested) or any buffer (bytes, an mmap: never changed).
 
     ``filtering``: ``since``/``until`` (bytes), ``keep_event(db, user, host)`` and
     ``keep_class(fingerprint)`` (callables), ``needs_db``, ``max_events`` (the
     reader's first events only: a range's deferred head). See
     govern/digest/native_total.py.
     """
-    return _require().range_handle(
+    result: Range = _require().range_handle(
         data,
         start,
         stop,
@@ -82,11 +88,18 @@ def range_handle(
         context_db,
         context_known,
         server_salt,
-        release,
         **filtering,
     )
+    return result
 
 
-def new_total(max_classes: int) -> Any:
+def map_file(path: str) -> FileMap:
+    """``path`` mapped read-only by the core (``len``, ``close``)."""
+    found: FileMap = _require().FileMap(path)
+    return found
+
+
+def new_total(max_classes: int) -> Total:
     """An empty merged digest (native/src/total.rs): ``add`` ranges in input order."""
-    return _require().Total(max_classes)
+    total: Total = _require().Total(max_classes)
+    return total

@@ -9,14 +9,18 @@ when a report asks for one (:class:`NativePartial`).
 
 from __future__ import annotations
 
-import mmap
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-from govern.digest.inputs import Input, open_mmap, total_size
+from govern import native
+from govern.digest.inputs import Input, total_size
 from govern.digest.native_total import Job, NativeMerger, NativePartial, run_jobs
 from govern.digest.options import DigestOptions
 from govern.digest.segments import growing_file_segments, stream_segments
 from govern.progress import progress
+
+if TYPE_CHECKING:
+    from govern._native import FileMap
 
 #: Segments of a plain file. A segment's classes wait in memory (about 1.3 KB each) until
 #: merged: once the digest has thousands of classes (a log of 200,000 distinct statements
@@ -36,7 +40,7 @@ class NativeEngine:
     def digest(
         self, inputs: Sequence[Input], options: DigestOptions, workers: int
     ) -> NativePartial:
-        maps: dict[str, mmap.mmap | bytes] = {}
+        maps: dict[str, FileMap] = {}
         merger = NativeMerger(options.engine(None))
 
         def segment_bytes() -> int:
@@ -50,9 +54,10 @@ class NativeEngine:
                     else stream_segments(index, item, options)
                 )
                 for segment in segments:
+                    data: FileMap | bytes
                     if segment.path is not None:
                         if segment.path not in maps:
-                            maps[segment.path] = open_mmap(segment.path)
+                            maps[segment.path] = native.map_file(segment.path)
                         data = maps[segment.path]
                     else:
                         assert segment.data is not None
@@ -73,9 +78,8 @@ class NativeEngine:
             with progress("digesting", size, force=options.show_progress) as bar:
                 run_jobs(jobs(), merger, workers, bar)
         finally:
-            for data in maps.values():
-                if isinstance(data, mmap.mmap):
-                    data.close()
+            for mapped in maps.values():
+                mapped.close()
         return merger.finish()
 
     def digest_bytes(self, data: bytes, options: DigestOptions) -> NativePartial:

@@ -15,27 +15,21 @@ never 200,000 Python objects.
 
 from __future__ import annotations
 
-import mmap
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, overload
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from govern import native
-from govern.digest.aggregate import (
-    OTHER_VALUE,
-    ClassAgg,
-    ClassKey,
-    Fit,
-    Malformed,
-    Metric,
-    Runs,
-    Sample,
-)
-from govern.digest.decode import label, malformed_reason, text
+from govern.digest.aggregate import ClassAgg, ClassKey, Fit, Malformed, Metric, Runs, Sample
+from govern.digest.decode import malformed_reason, text
 from govern.digest.engine import EngineOptions, host_salt
 from govern.progress import Progress
+
+if TYPE_CHECKING:
+    from govern._native import ClassFigures, FileMap, Range, Total
 
 
 class NativePartial:
@@ -43,7 +37,7 @@ class NativePartial:
     of :class:`Partial` that reports read, and classes built on request, one at a time
     (:meth:`class_at`), never all of them."""
 
-    def __init__(self, total: Any) -> None:
+    def __init__(self, total: Total) -> None:
         self._total = total
         self.events: int = total.events
         self.filtered: int = total.filtered
@@ -189,7 +183,7 @@ def filter_arguments(options: EngineOptions) -> dict[str, Any]:
 
 
 def run_range(
-    data: mmap.mmap | bytes,
+    data: FileMap | bytes,
     low: int,
     high: int,
     merger: NativeMerger,
@@ -198,7 +192,7 @@ def run_range(
     first: bool = False,
     context: tuple[bytes | None, bytes | None] | None = None,
     max_events: int | None = None,
-) -> Any:
+) -> Range:
     """One range through the core, left in Rust. Only the digest's very first range
     knows what came before it (nothing), and a deferred head is given its ``context``;
     the merge settles the others."""
@@ -213,14 +207,13 @@ def run_range(
         db,
         first or context is not None,
         host_salt(host),
-        isinstance(data, mmap.mmap),
         max_events=max_events,
         **merger.filtering,
     )
 
 
 #: One segment's work: (file, base, host, low, high, first, data, size).
-Job = tuple[int, int, "str | None", int, int, bool, "mmap.mmap | bytes", int]
+Job = tuple[int, int, "str | None", int, int, bool, "FileMap | bytes", int]
 
 
 def run_jobs(
@@ -271,79 +264,33 @@ def run_jobs(
             accept(done, pending.result())
 
 
-def _runs(state: tuple[Any, ...]) -> Runs:
-    runs, calls, repeated, longest, lengths, leads, leads_other = state
-    out = Runs(runs, calls, repeated, longest, dict(lengths))
-    for lead, n, total in leads:
-        out.leads[lead] = [n, total]
-    if leads_other is not None:
-        held = out.leads.setdefault(OTHER_VALUE, [0, 0])
-        held[0] += leads_other[0]
-        held[1] += leads_other[1]
-    return out
+T = TypeVar("T")
+
+#: Field names of the aggregate.py dataclasses, read once.
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _class(state: tuple[Any, ...]) -> ClassAgg:
-    """A merged class from the core's tuple (native/src/python.rs ``class_to_tuple``): its
-    aggregates, ``--host`` labels and the input of its sample."""
-    (
-        fingerprint,
-        _kind,
-        count,
-        ts_min,
-        ts_max,
-        metrics,
-        flags,
-        strings,
-        histogram,
-        sample,
-        runs,
-        single_runs,
-        connections,
-        texts,
-        fit,
-        unknown_db,
-        unknown_ts,
-        servers,
-        sample_file,
-    ) = state
-    agg = ClassAgg(fingerprint if fingerprint is not None else b"")
-    agg.count = count
-    agg.ts_min, agg.ts_max = ts_min, ts_max
-    for name, n, total, low, high, buckets, decimal in metrics:
-        agg.metrics[label(name)] = Metric(n, total, low, high, dict(buckets), decimal)
-    for name, yes, n in flags:
-        agg.booleans[label(name)] = [yes, n]
-    for name, values, other in strings:
-        held: dict[str, int] = {}
-        for raw, n in values:
-            value = text(raw)
-            held[value] = held.get(value, 0) + n
-        if other:
-            held[OTHER_VALUE] = held.get(OTHER_VALUE, 0) + other
-        agg.strings[label(name)] = held
-    agg.servers = dict(servers)
-    agg.histogram = list(histogram)
-    if sample is not None:
-        qt, query, truncated, ts, db, user, host, line, unknown_ts_s, unknown_db_s = sample
-        agg.sample = Sample(
-            query_time=qt,
-            query=query,
-            ts=ts,
-            db=None if db is None else text(db),
-            user=None if user is None else text(user),
-            host=None if host is None else text(host),
-            file=sample_file,
-            line=line,
-            truncated=truncated,
-            unknown_ts=unknown_ts_s,
-            unknown_db=unknown_db_s,
-        )
-    agg.runs = _runs(runs)
-    agg.single_runs = _runs(single_runs)
-    agg.connections = set(connections)
-    agg.texts = set(texts)
-    agg.fit = Fit(*fit)
-    agg.unknown_db = unknown_db
-    agg.unknown_ts = unknown_ts
-    return agg
+def _build(model: type[T], figures: object, **nested: object) -> T:
+    """A dataclass of aggregate.py from the core's figures of the same field names
+    (native/src/python/figures.rs); ``nested`` gives the fields built from figures of
+    their own."""
+    names = _FIELDS.get(model)
+    if names is None:
+        names = _FIELDS[model] = tuple(f.name for f in fields(model))  # type: ignore[arg-type]
+    values = {name: getattr(figures, name) for name in names if name not in nested}
+    return model(**values, **nested)
+
+
+def _class(figures: ClassFigures) -> ClassAgg:
+    """A merged class from the core's figures: plain figures by name, nested ones
+    (metrics, sample, runs, fit) as their own dataclasses."""
+    sample = figures.sample
+    return _build(
+        ClassAgg,
+        figures,
+        metrics={name: _build(Metric, m) for name, m in figures.metrics.items()},
+        sample=None if sample is None else _build(Sample, sample),
+        runs=_build(Runs, figures.runs),
+        single_runs=_build(Runs, figures.single_runs),
+        fit=_build(Fit, figures.fit),
+    )

@@ -1,6 +1,7 @@
 //! Profile the range digest (the engine's path):
 //! `cargo run --release --example range -- FILE [MB] [REPEAT]`. The file is read into
 //! memory first, and the digest repeated, so a profiler sees the digest, not the read.
+use govern_native::filemap::Bytes;
 use govern_native::range::{digest_range, RangeOptions};
 
 fn main() {
@@ -11,7 +12,7 @@ fn main() {
     let options = RangeOptions { context_known: true, ..Default::default() };
     for _ in 0..repeat {
         let t = std::time::Instant::now();
-        let r = digest_range(&data[..limit], 0, limit, limit, &options, false);
+        let r = digest_range(Bytes::Memory(&data[..limit]), 0, limit, limit, &options);
         let secs = t.elapsed().as_secs_f64();
         eprintln!(
             "{} events, {} classes, {:.2} s, {:.0} MB/s",

@@ -29,6 +29,12 @@ fn main() {
     println!("+fingerprint: {:.0} MB/s ({len})", mb / t.elapsed().as_secs_f64());
     let t = Instant::now();
     let options = govern_native::range::RangeOptions { context_known: true, ..Default::default() };
-    let r = govern_native::range::digest_range(&data, 0, data.len(), data.len(), &options, false);
+    let r = govern_native::range::digest_range(
+        govern_native::filemap::Bytes::Memory(&data),
+        0,
+        data.len(),
+        data.len(),
+        &options,
+    );
     println!("+aggregate:   {:.0} MB/s ({} classes)", mb / t.elapsed().as_secs_f64(), r.classes.len());
 }

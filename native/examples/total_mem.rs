@@ -2,6 +2,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use govern_native::filemap::Bytes;
 use govern_native::range::{digest_range, RangeOptions};
 use govern_native::total::Total;
 
@@ -48,7 +49,7 @@ fn main() {
             server_salt: 0,
             ..Default::default()
         };
-        let r = digest_range(&data, start, stop, data.len(), &options, false);
+        let r = digest_range(Bytes::Memory(&data), start, stop, data.len(), &options);
         start = r.end.max(stop);
         total.add(r, 0, 0, None);
         first = false;
@@ -62,13 +63,13 @@ fn main() {
         c.nums.capacity(),
         std::mem::size_of::<govern_native::aggregate::NumStats>(),
         c.strings.capacity(),
-        std::mem::size_of::<govern_native::range::Values>(),
+        std::mem::size_of::<govern_native::values::Values>(),
         c.flags.capacity(),
         c.sample.as_ref().map(|s| s.query.capacity()),
-        std::mem::size_of::<Option<govern_native::range::Ts>>(),
-        std::mem::size_of::<govern_native::range::Runs>(),
-        std::mem::size_of::<govern_native::range::Values>(),
-        std::mem::size_of::<govern_native::range::Sample>(),
+        std::mem::size_of::<Option<govern_native::time::Ts>>(),
+        std::mem::size_of::<govern_native::class::Runs>(),
+        std::mem::size_of::<govern_native::values::Values>(),
+        std::mem::size_of::<govern_native::class::Sample>(),
     );
     eprintln!(
         "{n} classes: {:.1} MB live in {} allocations, {:.0} B and {:.1} allocations per class; Class {} B",
@@ -76,6 +77,6 @@ fn main() {
         ALLOCS.load(Ordering::Relaxed),
         live as f64 / n as f64,
         ALLOCS.load(Ordering::Relaxed) as f64 / n as f64,
-        std::mem::size_of::<govern_native::range::Class>()
+        std::mem::size_of::<govern_native::class::Class>()
     );
 }

@@ -16,7 +16,13 @@
 //! - `sketch`: the mergeable quantile sketch;
 //! - `aggregate`: interned names and texts, numeric statistics;
 //! - `attributes`: which attributes are measures, counted by value, or left out;
-//! - `range`: one byte range digested as the Python engine does (every aggregate);
+//! - `time`: event times as both engines keep them;
+//! - `values`: the containers figures are kept in (capped value counts, bit sets,
+//!   distinct-count sketches);
+//! - `class`: a class's figures and how two merge (aggregate.py `ClassAgg`);
+//! - `kinds`: statement kinds and multi-row INSERT row counts;
+//! - `filemap`: files mapped read-only, the only memory whose pages are dropped;
+//! - `range`: the digester: one byte range digested as the Python engine does;
 //! - `hashes`: CRC-32 and splitmix64 for those aggregates;
 //! - `total`: ranges merged in input order into the digest `govern digest` reports.
 //!
@@ -26,15 +32,20 @@
 
 pub mod aggregate;
 pub mod attributes;
+pub mod class;
+pub mod filemap;
 pub mod fingerprint;
 pub mod hashes;
+pub mod kinds;
 pub mod number;
 pub mod perl;
 pub mod range;
 pub mod records;
 pub mod sketch;
 pub mod slowlog;
+pub mod time;
 pub mod total;
+pub mod values;
 
 #[cfg(feature = "python")]
 mod python;

@@ -1,9 +1,9 @@
-//! One byte range of a log digested exactly as govern's Python engine digests it
-//! (`govern.digest.engine.digest_range`, specified in docs/design/digest-engines.md): the
-//! range's records, every per-class aggregate of that page, runs still open at the
-//! range's ends, line numbers counted from the range's start. Python turns the result
-//! into the engine's `Partial` by walking classes, and its runner splits, merges and
-//! stitches ranges as it does for the Python engine, so both give the same JSON.
+//! The digester: one byte range of a log digested exactly as govern's Python engine
+//! digests it (`govern.digest.engine.digest_range`, specified in
+//! docs/design/digest-engines.md): the range's records, every per-class figure
+//! (`class.rs`), runs still open at the range's ends, line numbers counted from the
+//! range's start. `total.rs` merges ranges in input
+//! order, so any cut of a log gives the same digest.
 //!
 //! The per-event rules are those of `Digester._aggregate` and `_flush` in
 //! govern/digest/engine.py, done event by event instead of in batches: every cap
@@ -14,333 +14,18 @@
 type HashMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 
 use memchr::memchr_iter;
-use regex::bytes::Regex;
-use smallvec::SmallVec;
 
-use crate::aggregate::{Interner, NumStats};
+use crate::aggregate::Interner;
 use crate::attributes::KeyCache;
+use crate::class::{histogram_index, Class, SAMPLE_LIMIT};
+use crate::filemap::Bytes;
 use crate::fingerprint::Fingerprinter;
 use crate::hashes::{crc32, mix64, text_hash};
+use crate::kinds::{count_tuples_with, is_py_space, statement_kind, INSERT, READ};
 use crate::number::{classify, Typed};
 use crate::perl::truthy;
 use crate::slowlog::{Event, Known, Parser};
-
-pub const SAMPLE_LIMIT: usize = 64 * 1024;
-pub const DISTINCT_LIMIT: usize = 1000;
-pub const LEADS_LIMIT: usize = 100;
-pub const DISTINCT_K: usize = 256;
-const HISTOGRAM_BOUNDS: [i128; 7] = [10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
-
-/// Statement kinds (engine.py `_READ`, `_OTHER_WRITE`, `_INSERT`).
-pub const READ: u8 = 0;
-pub const OTHER_WRITE: u8 = 1;
-pub const INSERT: u8 = 2;
-
-/// A `ts` as the Python engine keeps it: `YYYY-MM-DD HH:MM:SS` text (or pt's raw value
-/// when it cannot be read), compared as text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Ts {
-    len: u8,
-    buf: [u8; 32],
-}
-
-impl Ts {
-    pub fn from(text: &[u8]) -> Ts {
-        let mut buf = [0u8; 32];
-        let n = text.len().min(32);
-        buf[..n].copy_from_slice(&text[..n]);
-        Ts { len: n as u8, buf }
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len as usize]
-    }
-}
-
-impl serde::Serialize for Ts {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serde::Serialize::serialize(self.as_bytes(), s)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Ts {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Ts, D::Error> {
-        Ok(Ts::from(&<Vec<u8> as serde::Deserialize>::deserialize(d)?))
-    }
-}
-
-impl PartialOrd for Ts {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Ts {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_bytes().cmp(other.as_bytes())
-    }
-}
-
-/// govern/slowlog.py `normalize_time`, falling back to the raw value as `_line_info` does.
-pub fn normalize_time(raw: &[u8]) -> Ts {
-    let text = raw.trim_ascii();
-    if text.len() >= 19 && text[4] == b'-' {
-        let mut out = [b' '; 19];
-        out[..10].copy_from_slice(&text[..10]);
-        out[11..].copy_from_slice(&text[11..19]);
-        return Ts::from(&out);
-    }
-    let parts: Vec<&[u8]> = text.split(|b| b.is_ascii_whitespace()).filter(|p| !p.is_empty()).collect();
-    let digits = |p: &[u8]| !p.is_empty() && p.iter().all(u8::is_ascii_digit);
-    if parts.len() != 2 || parts[0].len() != 6 || !digits(parts[0]) {
-        return Ts::from(raw);
-    }
-    let pieces: Vec<&[u8]> = parts[1].split(|&b| b == b':').collect();
-    if pieces.len() != 3 || !pieces.iter().all(|p| digits(p)) {
-        return Ts::from(raw);
-    }
-    let day = parts[0];
-    let mut out = Vec::with_capacity(19);
-    out.extend_from_slice(b"20");
-    out.extend_from_slice(&day[..2]);
-    out.push(b'-');
-    out.extend_from_slice(&day[2..4]);
-    out.push(b'-');
-    out.extend_from_slice(&day[4..6]);
-    for (i, p) in pieces.iter().enumerate() {
-        out.push(if i == 0 { b' ' } else { b':' });
-        // `f"{int(p):02d}"`
-        let p = &p[p.iter().take_while(|&&b| b == b'0').count()..];
-        match p.len() {
-            0 => out.extend_from_slice(b"00"),
-            1 => out.extend_from_slice(&[b'0', p[0]]),
-            _ => out.extend_from_slice(p),
-        }
-    }
-    Ts::from(&out)
-}
-
-/// Python's `bytes.strip()` whitespace.
-fn is_py_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
-}
-
-/// Value counts of one text attribute: at most 1,000 values, the rest in `other`
-/// (`ClassAgg.add_string`).
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Values {
-    /// Most attributes keep one value per class: inline, no allocation.
-    pub list: SmallVec<[(u32, u64); 1]>,
-    #[serde(skip)]
-    index: Option<Box<HashMap<u32, usize>>>,
-    pub other: u64,
-}
-
-impl Values {
-    #[inline]
-    pub fn add(&mut self, v: u32, n: u64) {
-        let found = match &self.index {
-            Some(index) => index.get(&v).copied(),
-            None => self.list.iter().position(|e| e.0 == v),
-        };
-        if let Some(i) = found {
-            self.list[i].1 += n;
-            return;
-        }
-        if self.list.len() + (self.other > 0) as usize >= DISTINCT_LIMIT {
-            self.other += n;
-            return;
-        }
-        self.list.push((v, n));
-        if let Some(index) = &mut self.index {
-            index.insert(v, self.list.len() - 1);
-        } else if self.list.len() > 16 {
-            let mut index = HashMap::default();
-            index.extend(self.list.iter().enumerate().map(|(i, e)| (e.0, i)));
-            self.index = Some(Box::new(index));
-        }
-    }
-}
-
-/// A set of small integers (attribute ids), one bit each; the first 64 inline.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Bits(SmallVec<[u64; 1]>);
-
-impl Bits {
-    #[inline]
-    pub fn set(&mut self, i: usize) {
-        let word = i / 64;
-        if self.0.len() <= word {
-            self.0.resize(word + 1, 0);
-        }
-        self.0[word] |= 1 << (i % 64);
-    }
-
-    #[inline]
-    pub fn get(&self, i: usize) -> bool {
-        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
-    }
-
-    pub fn union(&mut self, other: &Bits) {
-        for (i, &w) in other.0.iter().enumerate() {
-            if w != 0 {
-                if self.0.len() <= i {
-                    self.0.resize(i + 1, 0);
-                }
-                self.0[i] |= w;
-            }
-        }
-    }
-}
-
-/// k minimum values of 64-bit hashes, sorted (`sketch.distinct_add`).
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Kmv(pub SmallVec<[u64; 2]>);
-
-impl Kmv {
-    #[inline]
-    pub fn add(&mut self, h: u64) {
-        // Full, and not below the largest kept: the usual case once a class is busy.
-        if self.0.len() >= DISTINCT_K && self.0.last().is_some_and(|&max| h >= max) {
-            return;
-        }
-        if let Err(i) = self.0.binary_search(&h) {
-            if self.0.len() < DISTINCT_K {
-                self.0.insert(i, h);
-            } else if i < DISTINCT_K {
-                self.0.insert(i, h);
-                self.0.pop();
-            }
-        }
-    }
-}
-
-/// Closed runs of one class (`aggregate.Runs`); leads by fingerprint id.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Runs {
-    pub runs: u64,
-    pub calls: u64,
-    pub repeated_calls: u64,
-    pub longest: u64,
-    pub lengths: SmallVec<[(i32, u64); 1]>,
-    pub leads: SmallVec<[(u32, u64, u64); 1]>,
-    pub leads_other: Option<(u64, u64)>,
-}
-
-impl Runs {
-    pub fn close(&mut self, length: u64) {
-        self.runs += 1;
-        self.calls += length;
-        if length > 1 {
-            self.repeated_calls += length;
-        }
-        self.longest = self.longest.max(length);
-        let key = crate::sketch::key_of(length as i128);
-        match self.lengths.iter_mut().find(|e| e.0 == key) {
-            Some(e) => e.1 += 1,
-            None => self.lengths.push((key, 1)),
-        }
-    }
-
-    pub fn add_lead(&mut self, lead: u32, calls: u64) {
-        self.add_leads(lead, 1, calls);
-    }
-
-    /// `runs` runs (`calls` calls in all) followed class `lead` (`Runs.add_lead`).
-    pub fn add_leads(&mut self, lead: u32, runs: u64, calls: u64) {
-        if let Some(e) = self.leads.iter_mut().find(|e| e.0 == lead) {
-            e.1 += runs;
-            e.2 += calls;
-            return;
-        }
-        if self.leads.len() + self.leads_other.is_some() as usize >= LEADS_LIMIT {
-            let o = self.leads_other.get_or_insert((0, 0));
-            o.0 += runs;
-            o.1 += calls;
-            return;
-        }
-        self.leads.push((lead, runs, calls));
-    }
-}
-
-/// A class's worst event (`aggregate.Sample`); `offset` becomes its line.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Sample {
-    pub query_time: i128,
-    pub query: Vec<u8>,
-    pub truncated: bool,
-    pub ts: Option<Ts>,
-    pub db: Option<u32>,
-    pub user: Option<u32>,
-    pub host: Option<u32>,
-    pub offset: u64,
-    /// While a range is digested: where `query` lies in the input (copied at the end,
-    /// once, rather than at every event that beats the sample so far).
-    #[serde(skip)]
-    pub span: Option<(usize, usize)>,
-    pub line: u64,
-    /// The input's index (set when ranges merge: `total.rs`).
-    pub file: u32,
-    pub unknown_ts: bool,
-    pub unknown_db: bool,
-}
-
-/// Everything the Python engine's `ClassAgg` holds, by attribute id.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Class {
-    pub kind: u8,
-    pub count: u64,
-    pub ts_min: Option<Ts>,
-    pub ts_max: Option<Ts>,
-    pub nums: Vec<NumStats>,
-    /// Per numeric attribute id: some value had a decimal point.
-    pub decimal: Bits,
-    pub flags: Vec<(u64, u64)>,
-    pub strings: Vec<Values>,
-    pub histogram: [u64; 8],
-    pub sample: Option<Box<Sample>>,
-    pub runs: Runs,
-    /// Runs of single-row writes (writes only).
-    pub single_runs: Option<Box<Runs>>,
-    pub connections: Kmv,
-    pub texts: Kmv,
-    /// n, sx, sy, sxx, sxy of Query_time (µs) against rows per statement.
-    pub fit: Option<Box<[i128; 5]>>,
-    pub unknown_db: u64,
-    pub unknown_ts: bool,
-    /// `--host` label id -> events (set when ranges merge: `total.rs`).
-    pub servers: Option<Box<Vec<(u32, u64)>>>,
-}
-
-impl Class {
-    #[inline]
-    pub fn num(&mut self, id: u16) -> &mut NumStats {
-        let i = id as usize;
-        if self.nums.len() <= i {
-            self.nums.resize_with(i + 1, NumStats::default);
-        }
-        &mut self.nums[i]
-    }
-
-    #[inline]
-    fn string(&mut self, id: u16, value: u32) {
-        let i = id as usize;
-        if self.strings.len() <= i {
-            self.strings.resize_with(i + 1, Values::default);
-        }
-        self.strings[i].add(value, 1);
-    }
-
-    #[inline]
-    pub fn see_ts(&mut self, ts: Ts) {
-        if self.ts_min.is_none_or(|m| ts < m) {
-            self.ts_min = Some(ts);
-        }
-        if self.ts_max.is_none_or(|m| ts > m) {
-            self.ts_max = Some(ts);
-        }
-    }
-}
+use crate::time::{normalize_time, Ts};
 
 /// A run on a connection: (fingerprint id or none, length, class, lead).
 #[derive(Clone, Copy, Debug)]
@@ -481,102 +166,6 @@ struct Ids {
     host: u16,
 }
 
-fn insert_values() -> &'static (Regex, Regex, Regex) {
-    static RE: std::sync::OnceLock<(Regex, Regex, Regex)> = std::sync::OnceLock::new();
-    RE.get_or_init(|| {
-        (
-            Regex::new(r"(?-u)^(?:insert|replace)\b").unwrap(),
-            Regex::new(r"(?-u)\bselect\b").unwrap(),
-            Regex::new(r"(?-u)\bvalues?[\t\n\x0b\x0c\r ]*\(").unwrap(),
-        )
-    })
-}
-
-/// engine.py: `_INSERT` when the fingerprint matches `_INSERT_VALUES`, `_OTHER_WRITE`
-/// when it matches `_WRITE`, else `_READ`.
-pub fn statement_kind(fp: &[u8]) -> u8 {
-    let (insert, select, values) = insert_values();
-    if let Some(m) = insert.find(fp) {
-        // `(?:(?!\bselect\b).)*?\bvalues?\s*\(`: a VALUES before any `select`.
-        let limit = select.find_at(fp, m.end()).map_or(usize::MAX, |s| s.start());
-        if values.find_at(fp, m.end()).is_some_and(|v| v.start() <= limit) {
-            return INSERT;
-        }
-    }
-    for w in [&b"insert"[..], b"replace", b"update", b"delete"] {
-        if fp.starts_with(w) && !fp.get(w.len()).is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_') {
-            return OTHER_WRITE;
-        }
-    }
-    READ
-}
-
-/// engine.py `_count_tuples`: `),(` separators outside quotes, plus one.
-pub fn count_tuples(arg: &[u8]) -> u64 {
-    count_tuples_with(arg, &mut Vec::new())
-}
-
-/// `count_tuples`, quotes stripped into `scratch` (reused from event to event).
-pub fn count_tuples_with(arg: &[u8], scratch: &mut Vec<u8>) -> u64 {
-    let text: &[u8] = if memchr::memchr2(b'\'', b'"', arg).is_some() {
-        strip_quoted(arg, scratch);
-        scratch
-    } else {
-        arg
-    };
-    let mut n = 1;
-    for i in memchr_iter(b')', text) {
-        let mut j = i + 1;
-        while j < text.len() && is_py_space(text[j]) {
-            j += 1;
-        }
-        if text.get(j) != Some(&b',') {
-            continue;
-        }
-        j += 1;
-        while j < text.len() && is_py_space(text[j]) {
-            j += 1;
-        }
-        if text.get(j) == Some(&b'(') {
-            n += 1;
-        }
-    }
-    n
-}
-
-/// `_QUOTED.sub(b"", arg)` into `out`: quoted strings with backslash escapes removed;
-/// a quote that is never closed stays.
-fn strip_quoted(arg: &[u8], out: &mut Vec<u8>) {
-    out.clear();
-    let mut i = 0;
-    while let Some(k) = memchr::memchr2(b'\'', b'"', &arg[i..]) {
-        let open = i + k;
-        out.extend_from_slice(&arg[i..open]);
-        let q = arg[open];
-        let mut j = open + 1;
-        let mut closed = None;
-        while let Some(m) = memchr::memchr2(q, b'\\', &arg[j..]) {
-            let p = j + m;
-            if arg[p] != b'\\' {
-                closed = Some(p);
-                break;
-            }
-            if p + 1 >= arg.len() {
-                break;
-            }
-            j = p + 2;
-        }
-        match closed {
-            Some(p) => i = p + 1,
-            None => {
-                out.push(q);
-                i = open + 1;
-            }
-        }
-    }
-    out.extend_from_slice(&arg[i..]);
-}
-
 /// What an event's head says before it is aggregated (engine.py `_aggregate`, first
 /// lines): a record cut short by the end of the input (no statement, or only spaces) is
 /// malformed, an event without a statement is dropped as pt does, a Query_time that is
@@ -614,10 +203,6 @@ fn text_id(texts: &mut Interner, last: &mut Option<u32>, v: &[u8]) -> u32 {
     let id = texts.id(v);
     *last = Some(id);
     id
-}
-
-fn histogram_index(micro: i128) -> usize {
-    HISTOGRAM_BOUNDS.iter().position(|&b| micro < b).unwrap_or(HISTOGRAM_BOUNDS.len())
 }
 
 fn strip_backticks(s: &[u8]) -> &[u8] {
@@ -1065,19 +650,12 @@ impl<'o> Digester<'o> {
     }
 }
 
-/// Digest the records that start in `data[start..stop]`, reading at most to `end`
-/// (engine.py `digest_range` without filters). `data` is the whole buffer: a record
-/// that runs to its end without a separator may be cut short. `release` drops the pages
-/// already digested from this process's memory (only for a read-only file mapping: it
-/// would zero anonymous memory).
-pub fn digest_range(
-    data: &[u8],
-    start: usize,
-    stop: usize,
-    end: usize,
-    options: &RangeOptions,
-    release: bool,
-) -> RangeDigest {
+/// Digest the records that start in `input[start..stop]`, reading at most to `end`
+/// (engine.py `digest_range`). `input` is the whole buffer: a record that runs to its
+/// end without a separator may be cut short. A file mapping's digested pages are dropped
+/// from this process's memory as the reader passes them (`filemap.rs`).
+pub fn digest_range(input: Bytes<'_>, start: usize, stop: usize, end: usize, options: &RangeOptions) -> RangeDigest {
+    let data = input.as_slice();
     let end = end.min(data.len());
     let window = &data[..end];
     let mut parser = Parser::new(window, start);
@@ -1107,9 +685,9 @@ pub fn digest_range(
             let line = d.line_at(offset as u64);
             d.r.malformed.push((offset as u64, line, Bad::Truncated));
         }
-        if release && parser.pos() > released + RELEASE_STEP {
+        if parser.pos() > released + RELEASE_STEP {
             // Keep a margin behind the reader: line numbers may look a little back.
-            released = drop_pages(data, released, parser.pos() - RELEASE_STEP / 2);
+            released = input.release(released, parser.pos() - RELEASE_STEP / 2);
         }
     }
     for offset in parser.take_skipped() {
@@ -1128,31 +706,11 @@ pub fn digest_range(
     }
     r.end = end_pos;
     r.newlines = d.line - 1;
-    if release {
-        // The whole range, also past where a deferred head's reader stopped: the page cache
-        // maps a file in large folios, and what a head touched again would stay mapped.
-        drop_pages(data, released, end_pos.max(stop.min(end)));
-    }
+    // The whole range, also past where a deferred head's reader stopped: the page cache
+    // maps a file in large folios, and what a head touched again would stay mapped.
+    input.release(released, end_pos.max(stop.min(end)));
     r
 }
 
 /// Bytes digested between two page releases.
 const RELEASE_STEP: usize = 64 << 20;
-
-/// `madvise(MADV_DONTNEED)` on the whole pages of `data[from..to]`; returns where the
-/// released part ends.
-fn drop_pages(data: &[u8], from: usize, to: usize) -> usize {
-    const PAGE: usize = 4096;
-    let base = data.as_ptr() as usize;
-    let a = (base + from).div_ceil(PAGE) * PAGE;
-    let b = (base + to) / PAGE * PAGE;
-    if b > a {
-        // SAFETY: the range lies inside `data`, a read-only file mapping (the caller's
-        // promise): dropped pages are read again from the file if touched.
-        unsafe {
-            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_DONTNEED);
-        }
-        return b - base;
-    }
-    from
-}

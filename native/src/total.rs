@@ -13,9 +13,11 @@
 //! them in ascending connection number.
 
 use crate::aggregate::{Interner, NumStats};
-use smallvec::SmallVec;
 
-use crate::range::{Bad, Class, Kmv, RangeDigest, Run, Runs, Ts, Values};
+use crate::class::{Class, Runs};
+use crate::range::{Bad, RangeDigest, Run};
+use crate::time::Ts;
+use crate::values::Values;
 
 type HashMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 
@@ -163,11 +165,11 @@ impl Total {
                     self.classes.push((fp, Slot::Live(Box::new(class))));
                     self.live += 1;
                 }
-                i => merge_class(self.live_class(i as usize), &class),
+                i => self.live_class(i as usize).merge(&class),
             }
         }
         if let Some(o) = other {
-            merge_class(self.other.get_or_insert_with(Class::default), &o);
+            self.other.get_or_insert_with(Class::default).merge(&o);
         }
 
         // _stitch: the range's open runs, per connection number, in the total's ids.
@@ -320,7 +322,7 @@ impl Total {
         let mut folded = vec![false; self.classes.len()];
         let mut other = self.other.take().unwrap_or_default();
         for &i in &order[..excess] {
-            merge_class(&mut other, &self.classes[i].1.get());
+            other.merge(&self.classes[i].1.get());
             folded[i] = true;
         }
         self.other = Some(other);
@@ -408,10 +410,10 @@ impl Total {
     pub fn totals(&self) -> Class {
         let mut all = Class::default();
         for (_, slot) in &self.classes {
-            merge_class(&mut all, &slot.get());
+            all.merge(&slot.get());
         }
         if let Some(o) = &self.other {
-            merge_class(&mut all, o);
+            all.merge(o);
         }
         all
     }
@@ -580,126 +582,4 @@ fn rebase_runs(mut runs: Runs, maps: &IdMaps) -> Runs {
         lead.0 = maps.fingerprints[lead.0 as usize];
     }
     runs
-}
-
-/// `ClassAgg.merge`: add `b` (later in the input) to `a`.
-pub fn merge_class(a: &mut Class, b: &Class) {
-    a.count += b.count;
-    if let Some(t) = b.ts_min {
-        a.see_ts(t);
-    }
-    if let Some(t) = b.ts_max {
-        a.see_ts(t);
-    }
-    for (i, s) in b.nums.iter().enumerate() {
-        if s.count() > 0 {
-            a.num(i as u16).merge(s);
-        }
-    }
-    a.decimal.union(&b.decimal);
-    if a.flags.len() < b.flags.len() {
-        a.flags.resize(b.flags.len(), (0, 0));
-    }
-    for (i, f) in b.flags.iter().enumerate() {
-        a.flags[i].0 += f.0;
-        a.flags[i].1 += f.1;
-    }
-    if a.strings.len() < b.strings.len() {
-        a.strings.resize_with(b.strings.len(), Values::default);
-    }
-    for (i, values) in b.strings.iter().enumerate() {
-        let target = &mut a.strings[i];
-        for &(v, n) in &values.list {
-            target.add(v, n);
-        }
-        target.other += values.other;
-    }
-    for &(server, n) in b.servers.iter().flat_map(|s| s.iter()) {
-        let servers = a.servers.get_or_insert_with(Default::default);
-        match servers.iter_mut().find(|e| e.0 == server) {
-            Some(e) => e.1 += n,
-            None => servers.push((server, n)),
-        }
-    }
-    for (x, y) in a.histogram.iter_mut().zip(b.histogram) {
-        *x += y;
-    }
-    if let Some(s) = &b.sample {
-        if a.sample.as_ref().is_none_or(|mine| s.query_time >= mine.query_time) {
-            a.sample = Some(s.clone());
-        }
-    }
-    merge_runs(&mut a.runs, &b.runs);
-    if let Some(b) = &b.single_runs {
-        merge_runs(a.single_runs.get_or_insert_with(Default::default), b);
-    }
-    merge_kmv(&mut a.connections, &b.connections);
-    merge_kmv(&mut a.texts, &b.texts);
-    if let Some(fit) = &b.fit {
-        for (x, y) in a.fit.get_or_insert_with(Default::default).iter_mut().zip(fit.iter()) {
-            *x += y;
-        }
-    }
-}
-
-fn merge_runs(a: &mut Runs, b: &Runs) {
-    a.runs += b.runs;
-    a.calls += b.calls;
-    a.repeated_calls += b.repeated_calls;
-    a.longest = a.longest.max(b.longest);
-    for &(key, n) in &b.lengths {
-        match a.lengths.iter_mut().find(|e| e.0 == key) {
-            Some(e) => e.1 += n,
-            None => a.lengths.push((key, n)),
-        }
-    }
-    for &(lead, runs, calls) in &b.leads {
-        a.add_leads(lead, runs, calls);
-    }
-    if let Some((runs, calls)) = b.leads_other {
-        let o = a.leads_other.get_or_insert((0, 0));
-        o.0 += runs;
-        o.1 += calls;
-    }
-}
-
-/// `sketch.distinct_merge`: the union, its `DISTINCT_K` smallest hashes.
-fn merge_kmv(a: &mut Kmv, b: &Kmv) {
-    let limit = crate::range::DISTINCT_K;
-    // A full set keeps only hashes below its largest: usually none of `b`'s.
-    let below = match a.0.last() {
-        Some(&max) if a.0.len() >= limit => b.0.partition_point(|&h| h < max),
-        _ => b.0.len(),
-    };
-    if below == 0 {
-        return;
-    }
-    // Both are sorted: merge them, without duplicates, up to DISTINCT_K.
-    let (x, y) = (&a.0, &b.0[..below]);
-    let mut out = SmallVec::with_capacity((x.len() + y.len()).min(limit));
-    let (mut i, mut j) = (0, 0);
-    while out.len() < limit && (i < x.len() || j < y.len()) {
-        let next = match (x.get(i), y.get(j)) {
-            (Some(&p), Some(&q)) if p == q => {
-                i += 1;
-                j += 1;
-                p
-            }
-            (Some(&p), Some(&q)) if p < q => {
-                i += 1;
-                p
-            }
-            (Some(_), Some(&q)) | (None, Some(&q)) => {
-                j += 1;
-                q
-            }
-            (Some(&p), None) => {
-                i += 1;
-                p
-            }
-            (None, None) => unreachable!("the loop condition"),
-        };
-        out.push(next);
-    }
-    a.0 = out;
 }

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::Command;
 
+use govern_native::filemap::Bytes;
 use govern_native::range::{digest_range, RangeOptions};
 use govern_native::total::Total;
 
@@ -54,7 +55,7 @@ fn classes_equal_pt_query_digest() {
         let want = pt_classes(&pt, &log);
         let options = RangeOptions { max_classes: usize::MAX, context_known: true, ..Default::default() };
         let mut total = Total::new(usize::MAX);
-        total.add(digest_range(&log, 0, log.len(), log.len(), &options, false), 0, 0, None);
+        total.add(digest_range(Bytes::Memory(&log), 0, log.len(), log.len(), &options), 0, 0, None);
         total.finish();
         let qt = total.num_id(b"Query_time");
         let mut got = Classes::new();

@@ -9,6 +9,7 @@ the class cap, bad input, and the fallback when the extension is not built.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import shutil
@@ -19,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from govern import native
+from govern.digest.aggregate import ClassAgg, Fit, Metric, Runs, Sample, close_runs
 from govern.digest.document import full_document
+from govern.digest.engine import Context, EngineOptions, digest_range
 from govern.digest.native_total import NativePartial
 from govern.digest.options import DigestOptions
 from govern.digest.runner import digest_paths
@@ -28,6 +31,8 @@ from tests.paths import require_corpus
 pytestmark = pytest.mark.skipif(
     not native.available(), reason="native core not built (no cargo at install time)"
 )
+if native.available():
+    from govern import _native
 
 
 def pt_classes(path: Path) -> dict[str, tuple[int, float]]:
@@ -131,6 +136,68 @@ def test_bad_input_is_counted_not_fatal(content: bytes) -> None:
         assert [(m.line, m.reason) for m in digest.malformed_kept] == [
             (3, "Query_time is not a number: x1")
         ]
+
+
+def test_figures_have_the_fields_of_the_python_model() -> None:
+    """Each figures class of the core has exactly the fields of its aggregate.py twin:
+    native_total.py builds one from the other by name."""
+    for figures, model in [
+        (_native.ClassFigures, ClassAgg),
+        (_native.MetricFigures, Metric),
+        (_native.SampleFigures, Sample),
+        (_native.RunsFigures, Runs),
+        (_native.FitFigures, Fit),
+    ]:
+        exposed = {name for name in vars(figures) if not name.startswith("_")}
+        assert exposed == {f.name for f in dataclasses.fields(model)}, figures.__name__
+
+
+def test_every_figure_crosses_the_boundary() -> None:
+    """The core's classes, built from its figures, equal the Python engine's ClassAgg
+    objects field for field (one range, so no merge is involved)."""
+    data = (require_corpus() / "mariadb" / "mixed-workload.log").read_bytes()
+    python = digest_range(
+        data, 0, len(data), at_start=True, file=0, options=EngineOptions(), context=Context(True)
+    ).partial
+    close_runs(python)
+    core = core_digest(data)
+    classes = [core.class_at(i) for i in range(core.class_count())]
+    assert len(classes) == len(python.classes) == 59
+    for agg in classes:
+        assert agg == python.classes[agg.fingerprint], agg.fingerprint
+    assert core.totals() == python.totals()
+
+
+def test_only_a_file_map_has_pages_dropped(tmp_path: Path) -> None:
+    """The core drops the pages of a file it mapped itself once digested, and never
+    touches other memory: no argument asks for it (a heap buffer past the 64 MB step
+    of page dropping comes back unchanged)."""
+    event = b"# Query_time: 0.5  Lock_time: 0\nSELECT 1;\n"
+    data = event * (70_000_000 // len(event))
+    heap = bytearray(data)
+    with pytest.raises(TypeError):
+        native.range_handle(heap, 0, len(heap), len(heap), 10, None, None, True, 0, release=True)  # type: ignore[call-arg]
+    from_heap = native.range_handle(heap, 0, len(heap), len(heap), 10, None, None, True, 0)
+    assert heap == data
+    path = tmp_path / "slow.log"
+    path.write_bytes(data)
+    mapped = native.map_file(str(path))
+    assert len(mapped) == len(data)
+    from_file = native.range_handle(mapped, 0, len(data), len(data), 10, None, None, True, 0)
+    assert (from_file.end, from_file.newlines) == (from_heap.end, from_heap.newlines)
+    assert mapped_kib(path) < 1024
+    mapped.close()
+    assert mapped_kib(path) is None
+
+
+def mapped_kib(path: Path) -> int | None:
+    """Resident KiB of this process's mapping of ``path`` (None: not mapped)."""
+    lines = Path("/proc/self/smaps").read_text().splitlines()
+    for index, line in enumerate(lines):
+        if line.endswith(" " + str(path)):
+            rss = next(entry for entry in lines[index + 1 :] if entry.startswith("Rss:"))
+            return int(rss.split()[1])
+    return None
 
 
 def test_govern_imports_without_the_extension() -> None:

@@ -3,8 +3,10 @@
 //! also with filters, whose ranges defer their first events until the context before them
 //! is known (the runner digests that head again with it and merges it first).
 
-use govern_native::range::{digest_range, normalize_time, Filters, RangeOptions};
+use govern_native::filemap::Bytes;
+use govern_native::range::{digest_range, Filters, RangeOptions};
 use govern_native::records::Separators;
+use govern_native::time::normalize_time;
 use govern_native::total::Total;
 
 #[allow(clippy::type_complexity)]
@@ -56,7 +58,7 @@ pub fn check(data: &[u8], step: usize, filtering: u8) {
         ..Default::default()
     };
     let mut whole = Total::new(usize::MAX);
-    whole.add(digest_range(data, 0, n, n, &options(true), false), 0, 0, None);
+    whole.add(digest_range(Bytes::Memory(data), 0, n, n, &options(true)), 0, 0, None);
     whole.finish();
 
     let mut pieces = Total::new(usize::MAX);
@@ -72,7 +74,7 @@ pub fn check(data: &[u8], step: usize, filtering: u8) {
             }
         }
         let stop = stop.max(start + 1).min(n);
-        let r = digest_range(data, start, stop, n, &options(start == 0), false);
+        let r = digest_range(Bytes::Memory(data), start, stop, n, &options(start == 0));
         if r.deferred_events > 0 {
             let ts = pieces.last_ts.map(|t| t.as_bytes().to_vec());
             let db = pieces.last_db.map(|d| pieces.texts.get(d).to_vec());
@@ -82,7 +84,7 @@ pub fn check(data: &[u8], step: usize, filtering: u8) {
                 max_events: Some(r.deferred_events),
                 ..options(true)
             };
-            pieces.add(digest_range(data, start, stop, n, &head, false), 0, lines, None);
+            pieces.add(digest_range(Bytes::Memory(data), start, stop, n, &head), 0, lines, None);
         }
         let (end, newlines) = (r.end, r.newlines);
         pieces.add(r, 0, lines, None);

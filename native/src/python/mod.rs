@@ -1,17 +1,23 @@
 //! The Python extension `govern._native` (built with the `python` feature).
 //!
 //! Python digests ranges of a log (the GIL released) that stay in Rust until a `Total`
-//! merges them, and reads the merged classes one at a time as plain tuples, lists, bytes
-//! and integers: no object per event crosses the boundary.
+//! merges them, and reads the merged classes one at a time as `ClassFigures` (named
+//! fields, `figures.rs`): no object per event crosses the boundary. Files are mapped
+//! here (`FileMap`), so only the core decides which pages it may drop.
+
+mod figures;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
+use crate::filemap::{Bytes, FileMap};
 use crate::range::{Bad, Filters, KeepClass, KeepEvent, RangeDigest, RangeOptions};
 use crate::total::Total;
+use figures::{ClassFigures, FitFigures, MetricFigures, RunsFigures, SampleFigures};
 
 use crate::fingerprint::{query_id, Fingerprinter};
 
@@ -27,8 +33,39 @@ fn py_query_id(fingerprint: &[u8]) -> String {
     query_id(fingerprint)
 }
 
-/// `crate::range::digest_range` over any contiguous buffer (bytes, an mmap), the GIL
-/// released.
+/// A file mapped read-only by the core (`crate::filemap`): ranges digested from it drop
+/// the pages they have read. `close` lets it go; ranges still running keep it mapped
+/// until they end.
+#[pyclass(module = "govern._native", name = "FileMap", frozen)]
+struct PyFileMap {
+    map: Mutex<Option<Arc<FileMap>>>,
+}
+
+#[pymethods]
+impl PyFileMap {
+    #[new]
+    fn new(path: std::path::PathBuf) -> PyResult<Self> {
+        let map = FileMap::open(&path)?;
+        Ok(PyFileMap { map: Mutex::new(Some(Arc::new(map))) })
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.get()?.as_slice().len())
+    }
+
+    fn close(&self) {
+        self.map.lock().unwrap().take();
+    }
+}
+
+impl PyFileMap {
+    fn get(&self) -> PyResult<Arc<FileMap>> {
+        self.map.lock().unwrap().clone().ok_or_else(|| PyValueError::new_err("this file map is closed"))
+    }
+}
+
+/// `crate::range::digest_range` over a `FileMap` or any contiguous buffer (bytes, an
+/// mmap: memory the core never drops), the GIL released.
 fn run_range(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
@@ -36,8 +73,12 @@ fn run_range(
     stop: usize,
     end: usize,
     options: &RangeOptions,
-    release: bool,
 ) -> PyResult<RangeDigest> {
+    if let Ok(map) = data.cast::<PyFileMap>() {
+        let map = map.get().get()?;
+        let start = start.min(map.as_slice().len());
+        return Ok(py.detach(|| crate::range::digest_range(Bytes::Mapped(&map), start, stop, end, options)));
+    }
     let buffer = PyBuffer::<u8>::get(data)?;
     if !buffer.is_c_contiguous() {
         return Err(PyValueError::new_err("a range needs a contiguous buffer"));
@@ -47,7 +88,7 @@ fn run_range(
         // SAFETY: `buffer` keeps the exported memory alive and unmoved until it is dropped,
         // after this closure returns; nothing writes to it meanwhile (a read-only export).
         let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-        crate::range::digest_range(bytes, start.min(len), stop, end, options, release)
+        crate::range::digest_range(Bytes::Memory(bytes), start.min(len), stop, end, options)
     });
     drop(buffer);
     Ok(result)
@@ -60,111 +101,11 @@ fn opt_bytes<'py>(py: Python<'py>, v: Option<&[u8]>) -> Bound<'py, PyAny> {
     }
 }
 
-fn ts_str<'py>(py: Python<'py>, ts: Option<crate::range::Ts>) -> Bound<'py, PyAny> {
+fn ts_str<'py>(py: Python<'py>, ts: Option<crate::time::Ts>) -> Bound<'py, PyAny> {
     match ts {
         Some(t) => PyString::new(py, &String::from_utf8_lossy(t.as_bytes())).into_any(),
         None => py.None().into_bound(py),
     }
-}
-
-fn runs_to_tuple<'py>(
-    py: Python<'py>,
-    r: &Total,
-    runs: &crate::range::Runs,
-    ids: &mut HashMap<u32, String>,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let leads = PyList::empty(py);
-    for &(lead, n, calls) in &runs.leads {
-        let id = ids.entry(lead).or_insert_with(|| query_id(r.fingerprints.get(lead)));
-        leads.append((id.as_str(), n, calls))?;
-    }
-    (
-        runs.runs,
-        runs.calls,
-        runs.repeated_calls,
-        runs.longest,
-        PyList::new(py, runs.lengths.iter().copied())?,
-        leads,
-        runs.leads_other,
-    )
-        .into_pyobject(py)
-}
-
-fn class_to_tuple<'py>(
-    py: Python<'py>,
-    r: &Total,
-    fp: Option<u32>,
-    c: &crate::range::Class,
-    ids: &mut HashMap<u32, String>,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let metrics = PyList::empty(py);
-    for (i, s) in c.nums.iter().enumerate().filter(|(_, s)| s.count() > 0) {
-        metrics.append((
-            PyBytes::new(py, r.num_names.get(i as u32)),
-            s.count(),
-            s.sum(),
-            s.min(),
-            s.max(),
-            PyList::new(py, s.buckets())?,
-            c.decimal.get(i),
-        ))?;
-    }
-    let flags = PyList::empty(py);
-    for (i, &(yes, n)) in c.flags.iter().enumerate().filter(|(_, f)| f.1 > 0) {
-        flags.append((PyBytes::new(py, r.flag_names.get(i as u32)), yes, n))?;
-    }
-    let strings = PyList::empty(py);
-    for (i, values) in c.strings.iter().enumerate().filter(|(_, v)| !v.list.is_empty() || v.other > 0) {
-        let list = PyList::new(py, values.list.iter().map(|&(v, n)| (PyBytes::new(py, r.texts.get(v)), n)))?;
-        strings.append((PyBytes::new(py, r.text_names.get(i as u32)), list, values.other))?;
-    }
-    let sample = match &c.sample {
-        Some(s) => (
-            s.query_time,
-            PyBytes::new(py, &s.query),
-            s.truncated,
-            ts_str(py, s.ts),
-            opt_bytes(py, s.db.map(|d| r.texts.get(d))),
-            opt_bytes(py, s.user.map(|d| r.texts.get(d))),
-            opt_bytes(py, s.host.map(|d| r.texts.get(d))),
-            s.line,
-            s.unknown_ts,
-            s.unknown_db,
-        )
-            .into_pyobject(py)?
-            .into_any(),
-        None => py.None().into_bound(py),
-    };
-    let items: Vec<Bound<'py, PyAny>> = vec![
-        opt_bytes(py, fp.map(|f| r.fingerprints.get(f))),
-        c.kind.into_pyobject(py)?.into_any(),
-        c.count.into_pyobject(py)?.into_any(),
-        ts_str(py, c.ts_min),
-        ts_str(py, c.ts_max),
-        metrics.into_any(),
-        flags.into_any(),
-        strings.into_any(),
-        PyList::new(py, c.histogram)?.into_any(),
-        sample,
-        runs_to_tuple(py, r, &c.runs, ids)?.into_any(),
-        runs_to_tuple(py, r, c.single_runs.as_deref().unwrap_or(&crate::range::Runs::default()), ids)?.into_any(),
-        PyList::new(py, c.connections.0.iter().copied())?.into_any(),
-        PyList::new(py, c.texts.0.iter().copied())?.into_any(),
-        PyTuple::new(py, c.fit.as_deref().copied().unwrap_or_default())?.into_any(),
-        c.unknown_db.into_pyobject(py)?.into_any(),
-        PyBool::new(py, c.unknown_ts).to_owned().into_any(),
-        PyList::new(
-            py,
-            c.servers
-                .as_deref()
-                .map_or(&[][..], |s| &s[..])
-                .iter()
-                .map(|&(s, n)| (String::from_utf8_lossy(r.servers.get(s)).into_owned(), n)),
-        )?
-        .into_any(),
-        c.sample.as_ref().map_or(0, |s| s.file).into_pyobject(py)?.into_any(),
-    ];
-    PyTuple::new(py, items)
 }
 
 /// A digested range that stays in Rust until a `Total` takes it (`range_handle`).
@@ -184,9 +125,9 @@ struct Range {
 }
 
 /// One byte range digested as govern's Python engine digests it (`crate::range`), kept in
-/// Rust: the runner hands the result to `Total.add`. `data` is any buffer (bytes, an mmap);
-/// the GIL is released while digesting; `release` (only for a read-only mmap of a file)
-/// drops digested pages from resident memory.
+/// Rust: the runner hands the result to `Total.add`. `data` is a `FileMap` (its digested
+/// pages are dropped from memory) or any buffer (bytes, an mmap: left as it is); the GIL
+/// is released while digesting.
 ///
 /// `since`/`until` (`YYYY-MM-DD HH:MM:SS`) bound the events' inherited ts;
 /// `keep_event(db, user, host)` (bytes or None) and `keep_class(fingerprint)` decide the
@@ -195,8 +136,7 @@ struct Range {
 /// digests only the reader's first events.
 #[pyfunction]
 #[pyo3(signature = (data, start, stop, end, max_classes, context_ts, context_db, context_known, server_salt,
-                    release=false, since=None, until=None, keep_event=None, keep_class=None, needs_db=false,
-                    max_events=None))]
+                    since=None, until=None, keep_event=None, keep_class=None, needs_db=false, max_events=None))]
 #[allow(clippy::too_many_arguments)]
 fn range_handle(
     py: Python<'_>,
@@ -209,7 +149,6 @@ fn range_handle(
     context_db: Option<&[u8]>,
     context_known: bool,
     server_salt: u64,
-    release: bool,
     since: Option<&[u8]>,
     until: Option<&[u8]>,
     keep_event: Option<Py<PyAny>>,
@@ -250,7 +189,7 @@ fn range_handle(
         filters: filtering.then_some(&filters),
         max_events,
     };
-    let result = run_range(py, data, start, stop, end, &options, release)?;
+    let result = run_range(py, data, start, stop, end, &options)?;
     if let Some(err) = failure.into_inner().unwrap() {
         return Err(err);
     }
@@ -263,7 +202,7 @@ fn range_handle(
 }
 
 /// Ranges merged in input order (`crate::total`); classes are handed out one at a time
-/// as tuples (`class_to_tuple`, read by govern/digest/native_total.py `_class`).
+/// as `ClassFigures` (read by govern/digest/native_total.py `_class`).
 #[pyclass(module = "govern._native", name = "Total")]
 struct PyTotal {
     inner: Total,
@@ -388,25 +327,24 @@ impl PyTotal {
         Some(PyBytes::new(py, t.fingerprints.get(t.classes[index as usize].0)))
     }
 
-    fn class_at<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyTuple>> {
+    fn class_at(&self, py: Python<'_>, index: usize) -> PyResult<ClassFigures> {
         let (fp, slot) = self.inner.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
-        class_to_tuple(py, &self.inner, Some(*fp), &slot.get(), &mut HashMap::new())
+        ClassFigures::new(py, &self.inner, Some(*fp), &slot.get(), &mut HashMap::new())
     }
 
     /// The events of classes beyond the cap, as one class (None: none).
-    fn other<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        self.inner.other.as_ref().map(|c| class_to_tuple(py, &self.inner, None, c, &mut HashMap::new())).transpose()
+    fn other(&self, py: Python<'_>) -> PyResult<Option<ClassFigures>> {
+        self.inner.other.as_ref().map(|c| ClassFigures::new(py, &self.inner, None, c, &mut HashMap::new())).transpose()
     }
 
     /// Every class and `other` merged into one.
-    fn totals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let all = self.inner.totals();
-        class_to_tuple(py, &self.inner, None, &all, &mut HashMap::new())
+    fn totals(&self, py: Python<'_>) -> PyResult<ClassFigures> {
+        ClassFigures::new(py, &self.inner, None, &self.inner.totals(), &mut HashMap::new())
     }
 }
 
 /// A class's statistics of numeric attribute `id`, if it has values.
-fn num_stats(c: &crate::range::Class, id: Option<u32>) -> Option<&crate::aggregate::NumStats> {
+fn num_stats(c: &crate::class::Class, id: Option<u32>) -> Option<&crate::aggregate::NumStats> {
     id.and_then(|i| c.nums.get(i as usize)).filter(|s| s.count() > 0)
 }
 
@@ -415,6 +353,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(range_handle, m)?)?;
     m.add_class::<Range>()?;
     m.add_class::<PyTotal>()?;
+    m.add_class::<PyFileMap>()?;
+    m.add_class::<ClassFigures>()?;
+    m.add_class::<MetricFigures>()?;
+    m.add_class::<SampleFigures>()?;
+    m.add_class::<RunsFigures>()?;
+    m.add_class::<FitFigures>()?;
     m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(py_query_id, m)?)?;
     Ok(())
