@@ -21,6 +21,7 @@ import pytest
 
 from govern import native
 from govern.digest.aggregate import ClassAgg, Fit, Metric, Runs, Sample, close_runs
+from govern.digest.decode import CUT_SHORT
 from govern.digest.document import full_document
 from govern.digest.engine import Context, EngineOptions, digest_range
 from govern.digest.native_total import NativePartial
@@ -113,29 +114,52 @@ def test_class_cap_sends_the_rest_to_other() -> None:
     assert kept + capped.other.count == capped.events == full.events
 
 
-@pytest.mark.parametrize(
-    "content",
-    [
-        b"",
-        b"\x00\xff\xfe" * 1000,
-        b"# Time: 071218 11:48:27\n# User@Host: a[a] @ h []\n# Query_time: 1",  # truncated
-        b"# Query_time: 0.5  Lock_time: 0\nSELECT '\xc3\x28 \xff';\n# Query_time: x1  Lock_time: 0\nSELECT 2;\n",
-    ],
-    ids=["empty", "binary", "truncated", "broken-utf8"],
-)
-def test_bad_input_is_counted_not_fatal(content: bytes) -> None:
+def test_empty_input_is_an_empty_digest() -> None:
+    digest = core_digest(b"")
+    assert (digest.events, digest.malformed, digest.no_statement, digest.class_count()) == (
+        0,
+        0,
+        0,
+        0,
+    )
+    assert digest.other is None
+
+
+def test_binary_input_is_one_record_cut_short() -> None:
+    # No separator anywhere: one record that the input ends inside, with no statement.
+    digest = core_digest(b"\x00\xff\xfe" * 1000)
+    assert (digest.events, digest.malformed, digest.no_statement, digest.class_count()) == (
+        0,
+        1,
+        1,
+        0,
+    )
+    assert [(m.line, m.reason) for m in digest.malformed_kept] == [(1, CUT_SHORT)]
+
+
+def test_an_event_cut_short_is_malformed() -> None:
+    digest = core_digest(b"# Time: 071218 11:48:27\n# User@Host: a[a] @ h []\n# Query_time: 1")
+    assert (digest.events, digest.malformed, digest.class_count()) == (0, 1, 0)
+    assert [(m.line, m.reason) for m in digest.malformed_kept] == [(1, CUT_SHORT)]
+
+
+def test_bad_query_time_is_counted_and_bad_utf8_kept_as_escapes() -> None:
+    content = (
+        b"# User@Host: r\xffoot[r\xffoot] @ h\xc3\x28 []\n"
+        b"# Query_time: 0.5  Lock_time: 0\nSELECT '\xc3\x28 \xff';\n"
+        b"# Query_time: x1  Lock_time: 0\nSELECT 2;\n"
+    )
     digest = core_digest(content)
-    classes = sum(digest.class_at(i).count for i in range(digest.class_count()))
-    assert classes + (digest.other.count if digest.other else 0) == digest.events
-    if content.startswith(b"# Time"):
-        assert (digest.events, digest.malformed) == (0, 1)  # the input ends inside it
-    if content.startswith(b"# Query_time: 0.5"):
-        assert digest.events == 1
-        # "x1" is not a Query_time: that event is counted, not aggregated; it is on line 3.
-        assert digest.malformed == 1
-        assert [(m.line, m.reason) for m in digest.malformed_kept] == [
-            (3, "Query_time is not a number: x1")
-        ]
+    # "x1" is not a Query_time: that event is counted, not aggregated; it is on line 4.
+    assert (digest.events, digest.malformed, digest.class_count()) == (1, 1, 1)
+    assert [(m.line, m.reason) for m in digest.malformed_kept] == [
+        (4, "Query_time is not a number: x1")
+    ]
+    agg = digest.class_at(0)
+    assert (agg.fingerprint, agg.count) == (b"select ?", 1)
+    assert agg.strings == {"user": {"r\\xffoot": 1}, "host": {"h\\xc3(": 1}}
+    assert agg.sample is not None and agg.sample.query == b"SELECT '\xc3\x28 \xff'"
+    assert agg.sample.user == "r\\xffoot"
 
 
 def test_figures_have_the_fields_of_the_python_model() -> None:
