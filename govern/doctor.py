@@ -9,6 +9,7 @@ import dataclasses
 import os
 from typing import Any
 
+from govern import native
 from govern.connection import Connection, ConnectionSettings
 from govern.privileges import Grants, grant_statement, read_grants
 from govern.server import ServerInfo, current_account, detect
@@ -96,6 +97,7 @@ class DoctorReport:
                 "metadata_lock_info": s.has_metadata_lock_info,
                 "max_allowed_packet": s.max_allowed_packet,
             },
+            "digest_engine": dict(zip(("name", "detail"), native.engine(), strict=True)),
             "features": [dataclasses.asdict(f) for f in self.features],
             "all_ready": self.all_ready,
             "warnings": self.warnings,

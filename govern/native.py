@@ -23,10 +23,12 @@ if TYPE_CHECKING:
     from govern._native import FileMap, Range, Total
 
 _core: ModuleType | None
+_MISSING: str | None = None  # why the extension did not import
 try:
     from govern import _native as _core
-except ImportError:  # not built: no cargo at install time
+except ImportError as exc:  # not built: no cargo at install time, no wheel for this platform
     _core = None
+    _MISSING = str(exc)
 
 #: Set GOVERN_NATIVE=0 to force the pure-Python engine (for comparisons and bug reports).
 _DISABLED = os.environ.get("GOVERN_NATIVE", "1") == "0"
@@ -35,6 +37,21 @@ _DISABLED = os.environ.get("GOVERN_NATIVE", "1") == "0"
 def available() -> bool:
     """True when the extension is built and not disabled with GOVERN_NATIVE=0."""
     return _core is not None and not _DISABLED
+
+
+def engine() -> tuple[str, str]:
+    """Which engine ``govern digest`` runs, for ``govern doctor`` and ``govern digest``:
+    ``("native", where its library is)`` or ``("python", why the core does not run)``."""
+    if _core is not None and not _DISABLED:
+        return "native", f"Rust core {os.path.basename(_core.__file__ or '_native')}"
+    if _core is not None:
+        return "python", "GOVERN_NATIVE=0"
+    return "python", f"the native core is not installed ({_MISSING})"
+
+
+def missing() -> bool:
+    """True when the core could not be imported (as opposed to switched off on purpose)."""
+    return _core is None
 
 
 def _require() -> Any:

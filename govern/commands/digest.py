@@ -12,6 +12,7 @@ from govern.cli_options import state_option
 from govern.digest.filters import parse_filters, parse_time
 from govern.digest.options import DigestOptions
 from govern.errors import EXIT_FINDINGS, UsageError
+from govern.output import info, is_terminal, warn
 from govern.reports.digest_run import FORMATS, ReportOptions, digest_logs, merge_saved
 
 if TYPE_CHECKING:
@@ -265,8 +266,21 @@ def digest(
         host=host,
         jobs=jobs,
     )
+    _say_engine()
     if digest_logs(inputs, options, report, rule_options):
         raise SystemExit(EXIT_FINDINGS)
+
+
+def _say_engine() -> None:
+    """Which engine digests: on a terminal always, and anywhere when the core is missing
+    (the Python engine is many times slower; docs/digest.md, "Engines")."""
+    from govern import native
+
+    name, detail = native.engine()
+    if native.missing():
+        warn(f"digest engine: Python ({detail}); the native core is many times faster")
+    elif is_terminal():
+        info(f"digest engine: {'native' if name == 'native' else 'Python'} ({detail})")
 
 
 @click.command()

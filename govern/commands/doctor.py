@@ -70,6 +70,8 @@ def render_text(report: DoctorReport) -> None:
         else f"type={qc['type']}, size={qc['size']}",
     )
     table.add_row("event scheduler", str(data["event_scheduler"]))
+    engine = data["digest_engine"]
+    table.add_row("digest engine", f"{engine['name']} ({engine['detail']})")
     if repl["is_replica"] is None:
         table.add_row("replica", f"unknown ({repl['error']})")
     else:

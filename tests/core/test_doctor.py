@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from govern import native
 from govern.cli import cli
 from govern.connection import ConnectionSettings, connect
 from govern.doctor import SCHEMA, SCHEMA_VERSION, run_doctor
@@ -42,6 +43,7 @@ def test_privileged_account(server: MariaDB, connect: Any) -> None:
     assert report["slow_log"]["file"] == str(server.slow_log)
     assert report["event_scheduler"] == "ON"
     assert report["replication"]["is_replica"] is False
+    assert report["digest_engine"]["name"] == ("native" if native.available() else "python")
     ready = features(report)
     for key in (
         "run.session",
@@ -129,6 +131,7 @@ def test_text_output_names_server_and_features(server: MariaDB) -> None:
     )
     assert result.exit_code == 1
     assert "MariaDB 10.11" in result.output
+    assert "digest engine" in result.output
     assert "fix: GRANT SUPER ON *.* TO 'govern_app'@'127.0.0.1';" in result.output
 
 
