@@ -439,6 +439,19 @@ fn normalize(s: &[u8], out: &mut Vec<u8>) {
             i = j;
             continue;
         }
+        if c == b'(' {
+            if let Some(close) = integer_list_end(s, i, out) {
+                // `in (1, 2, …)` ends as `in(?+)`: one `?` stands for the whole list.
+                check_null(out);
+                out.push(b'(');
+                last_raw = b'(';
+                push_question(out, &mut last_raw);
+                out.push(b')');
+                last_raw = b')';
+                i = close + 1;
+                continue;
+            }
+        }
         if c == b'?' {
             push_question(out, &mut last_raw);
         } else if is_tr_space(c) {
@@ -457,6 +470,46 @@ fn normalize(s: &[u8], out: &mut Vec<u8>) {
         i += 1;
     }
     check_null(out);
+}
+
+/// Where the list that opens at `s[open]` closes, when pt's rules make the whole list one
+/// `?`: `collapse_lists` turns `\b(in|values?)[\s,]*\(` + `[\s?,]*\)` into `in(?+)`, and a
+/// list of plain unsigned integers, commas and whitespace becomes exactly that after the number
+/// rule. `out` (lowercased, whitespace squeezed) must end with `in`, `value` or `values`,
+/// after a non-word byte, and then only whitespace and commas. Long IN lists of ids are
+/// most of the bytes some logs' statements hold; they are skipped eight bytes at a time.
+fn integer_list_end(s: &[u8], open: usize, out: &[u8]) -> Option<usize> {
+    let head = out.len() - out.iter().rev().take_while(|&&b| b == b',' || is_space(b)).count();
+    let word = &out[..head];
+    [&b"in"[..], b"value", b"values"]
+        .into_iter()
+        .find(|k| word.ends_with(k) && (word.len() == k.len() || !is_word(word[word.len() - k.len() - 1])))?;
+    let body = &s[open + 1..];
+    let mut j = 0;
+    while let Some(chunk) = body.get(j..j + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().unwrap());
+        // Digits: the high bit stays clear in both sums (see `digit_run`).
+        let not_digit =
+            (x.wrapping_add(0x4646_4646_4646_4646) | x.wrapping_sub(0x3030_3030_3030_3030)) & 0x8080_8080_8080_8080;
+        let not_comma = nonzero_bytes(x ^ 0x2C2C_2C2C_2C2C_2C2C);
+        let not_blank = nonzero_bytes(x ^ 0x2020_2020_2020_2020);
+        let stop = not_digit & not_comma & not_blank;
+        if stop != 0 {
+            j += (stop.trailing_zeros() / 8) as usize;
+            break;
+        }
+        j += 8;
+    }
+    j += run_len(&body[j..], |b| b.is_ascii_digit() || b == b',' || is_space(b));
+    (body.get(j) == Some(&b')') && body[..j].iter().any(u8::is_ascii_digit)).then_some(open + 1 + j)
+}
+
+/// The high bit of each byte of `x` that is not zero (exact per byte, no borrow between
+/// bytes).
+#[inline]
+fn nonzero_bytes(x: u64) -> u64 {
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    ((x & LOW7).wrapping_add(LOW7) | x) & 0x8080_8080_8080_8080
 }
 
 /// The number of ASCII digits `s` starts with, eight at a time: long IN lists and

@@ -159,6 +159,8 @@ fn generated_statements(n: usize, seed: u64) -> Vec<Vec<u8>> {
         b"IN",
         b"in(",
         b" IN (1, 2 ,3)",
+        b" IN (12345678, 23456789,\t3,4,5,6,7,8,9,10)",
+        b"(1,2,3,4,5,6,7,8,9,10,11,12)",
         b"values (",
         b"VALUE(",
         b" UNION ",
@@ -256,6 +258,66 @@ fn generated_statements_fingerprint_like_pt() {
         "{} of {} differ; first:\n{}",
         mismatches.len(),
         queries.len(),
+        mismatches[..mismatches.len().min(5)].join("\n")
+    );
+}
+
+/// Lists after `in`/`values` in every neighbourhood the list rule cares about (the word and
+/// the bytes before it, separators, list bodies of digits, commas and whitespace, with a byte
+/// that ends the shortcut now and then): the fingerprint's integer-list shortcut against pt.
+#[test]
+fn integer_lists_fingerprint_like_pt() {
+    let Some(oracle) = oracle() else { return };
+    const BEFORE: &[&[u8]] = &[b"", b"x", b"_", b".", b"1", b" ", b"(", b"`", b"-", b"\n", b"null "];
+    const WORDS: &[&[u8]] = &[b"in", b"IN", b"In", b"value", b"VALUES", b"values", b"join", b"xin", b"inx", b"valuesx"];
+    const GAPS: &[&[u8]] = &[b"", b" ", b"  ", b",", b" , ", b"\x0b", b"\t", b"\n", b"(), "];
+    const BODY: &[u8] = b"0123456789012345678901234567890123456789,,,,,,     \t\n\r\x0b\x0c";
+    const ODD: &[u8] = b"-+.xbaeZ?'(";
+    const AFTER: &[&[u8]] =
+        &[b"", b")", b",(1,2)", b" and id in (3,4)", b" limit 5", b"x", b" union select 1 in (1,2)"];
+    let mut state = 0x2545F4914F6CDD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut pick = |n: usize| (next() % n as u64) as usize;
+    let queries: Vec<Vec<u8>> = (0..20_000)
+        .map(|_| {
+            let mut q = b"select * from t where a ".to_vec();
+            q.extend_from_slice(BEFORE[pick(BEFORE.len())]);
+            q.extend_from_slice(WORDS[pick(WORDS.len())]);
+            q.extend_from_slice(GAPS[pick(GAPS.len())]);
+            q.push(b'(');
+            for _ in 0..pick(40) {
+                q.push(BODY[pick(BODY.len())]);
+            }
+            if pick(4) == 0 {
+                q.insert(q.len() - pick(3).min(q.len() - 1), ODD[pick(ODD.len())]);
+            }
+            if pick(8) != 0 {
+                q.push(b')');
+            }
+            q.extend_from_slice(AFTER[pick(AFTER.len())]);
+            q
+        })
+        .collect();
+    let want = oracle_fingerprints(&oracle, &queries);
+    assert_eq!(want.len(), queries.len());
+    let mut fp = Fingerprinter::new();
+    let mismatches: Vec<String> = queries
+        .iter()
+        .zip(&want)
+        .filter_map(|(q, w)| {
+            let g = fp.fingerprint(q);
+            (g != &w[..]).then(|| format!("{:?}\n  pt:     {:?}\n  native: {:?}", latin1(q), latin1(w), latin1(g)))
+        })
+        .collect();
+    assert!(
+        mismatches.is_empty(),
+        "{} of 20000 differ; first:\n{}",
+        mismatches.len(),
         mismatches[..mismatches.len().min(5)].join("\n")
     );
 }
