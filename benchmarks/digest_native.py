@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`govern digest` (native core) beside pt-query-digest and `cat`, on the same warm log, in one run.
 
-    python3 benchmarks/digest_native.py                       # a 5 GB log from the lab's scaler
+    python3 benchmarks/digest_native.py                       # 1 GB and 5 GB logs from the lab's scaler
+    python3 benchmarks/digest_native.py --size 1G --pt-slice 256M
     python3 benchmarks/digest_native.py --log big.log --pt-slice 1G --threads 2
     python3 benchmarks/digest_native.py --distinct 200000     # memory with 200,000 classes
 
@@ -12,8 +13,9 @@ Query_time sum). pt-query-digest runs at ~5 MB/s, so by default it reads only th
 --pt-full runs it on everything. Run it on a quiet machine (see `uptime`): it prints the
 load average before and after.
 
-Two govern rows: the digest alone (`govern.digest.runner.digest_paths`: the core's ranges on
-threads, merged inside the core, no report) and end to end,
+Three govern rows: the digest alone (`govern.digest.runner.digest_paths`: the core's ranges on
+threads, merged inside the core, no report), the same on one thread (the parse's rate per core,
+as `--jobs 1`), and end to end,
 `govern digest --format json FILE` as a user runs it (segments digested by the core on
 threads, merged inside the core, the rules and the JSON document), whose classes are the
 ones compared with pt's. With --distinct, `govern digest` keeps every class
@@ -234,9 +236,9 @@ def main() -> None:
     )
     ap.add_argument(
         "--size",
-        type=parse_size,
-        default=parse_size("5G"),
-        help="size of the made log (default 5G)",
+        type=lambda text: [parse_size(part) for part in text.split(",")],
+        default=[parse_size("1G"), parse_size("5G")],
+        help="sizes of the made logs, comma-separated, each measured in turn (default 1G,5G)",
     )
     ap.add_argument(
         "--pt-slice", type=parse_size, default=parse_size("1G"), help="bytes pt reads (default 1G)"
@@ -260,7 +262,16 @@ def main() -> None:
             "the native core is not built: run bash scripts/test (or pip install . with cargo)"
         )
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = make_distinct(args.distinct) if args.distinct else (args.log or make_scaled(args.size))
+    if args.distinct:
+        paths = [make_distinct(args.distinct)]
+    else:
+        paths = [args.log] if args.log else [make_scaled(size) for size in args.size]
+    for path in paths:
+        bench(path, args)
+
+
+def bench(path: Path, args: argparse.Namespace) -> None:
+    """Every row for one log."""
     size = path.stat().st_size
     print(f"load average before: {os.getloadavg()}, cpus: {os.cpu_count()}")
     print(f"log: {path} ({size / 1e9:.2f} GB)\n")
@@ -285,6 +296,12 @@ def main() -> None:
         f"{len(result['classes'])} classes, {result['events']} events; {wall:.2f} s with start-up;"
         f" {result['rss_digest'] / 2**20:.0f} MiB before the classes were read",
     )
+
+    if not args.distinct:
+        one, _, _, _ = min(
+            (digest_alone(path, 1) for _ in range(max(1, args.repeat))), key=lambda r: r[0]
+        )
+        row("govern digest, no report", "whole file, 1 thread (per core)", one, size, None)
 
     e2e = []
     for _ in range(max(1, args.repeat)):
