@@ -38,9 +38,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtual environment with the wheel installed; its bin directory."""
     assert shutil.which("cargo", path=NO_CARGO_PATH) is None, "cargo on the test's PATH"
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        ["bash", str(REPO / "scripts" / "wheel"), str(out)], check=True, capture_output=True
+    built = subprocess.run(
+        ["bash", str(REPO / "scripts" / "wheel"), str(out)], capture_output=True, text=True
     )
+    assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = out.glob("*.whl")
     assert re.fullmatch(r"govern_mysql-[\d.]+-cp311-abi3-manylinux_\d+_\d+_x86_64\.whl", wheel.name)
     env_dir = tmp_path_factory.mktemp("venv") / "venv"
