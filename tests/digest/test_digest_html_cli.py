@@ -140,8 +140,10 @@ def test_compare_two_govern_digests(server: Any, connect: Any, tmp_path: Path) -
     compared = govern("digest", "compare", *saved, "--format", "json", *strict)
     assert compared.returncode == 1, compared.stderr
     document = json.loads(compared.stdout)
-    slower = [c["fingerprint"] for c in document["classes"] if c["status"] == "slower"]
-    assert slower == ["select sleep(?), count(*) from dh"]
+    status = {c["fingerprint"]: c["status"] for c in document["classes"]}
+    # Only the sleep is made slower on purpose; the setup statements' times are the machine's
+    # (under load eighty inserts can take three times longer on one run than on the other).
+    assert status["select sleep(?), count(*) from dh"] == "slower"
     assert document["before"]["producer"] == document["after"]["producer"] == "govern"
     assert "govern digest compare" in govern("digest", "--help").stdout
 
