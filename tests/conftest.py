@@ -22,6 +22,9 @@ import pytest
 from govern.connection import ConnectionSettings, resolve_settings
 from tests.harness import MariaDB
 
+#: Collects every JSON document govern prints, for tests/docs/test_json_contracts.py.
+pytest_plugins = ["tests.docs.plugin"]
+
 #: Global variables tests may change; restored after every test that uses ``server``.
 RESTORED_VARIABLES = (
     "slow_query_log",
