@@ -124,7 +124,7 @@ def _options(command: click.Command, path: str) -> Iterator[tuple[str, str, bool
             found = command.get_command(ctx, sub)
             assert found is not None
             yield from _options(found, f"{path} {sub}")
-    for sub in DISPATCHED.get(path.split()[-1], ()):
+    for sub in () if isinstance(command, click.Group) else DISPATCHED.get(path.split()[-1], ()):
         dispatched = command.make_context(path, [sub], resilient_parsing=True).command
         assert dispatched is not command, f"{path} {sub} is not a subcommand any more"
         yield from _options(dispatched, f"{path} {sub}")
