@@ -12,11 +12,11 @@ documents after a run); otherwise a temporary one is made and removed.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,14 +94,7 @@ def _keep_cli_runner_output() -> None:
     CliRunner.invoke = keeping  # type: ignore[method-assign]
 
 
-def _numbers() -> Iterator[int]:
-    number = 0
-    while True:
-        number += 1
-        yield number
-
-
-_counter = _numbers()
+_counter = itertools.count(1)
 
 
 def printed_documents() -> tuple[list[Printed], list[str]]:

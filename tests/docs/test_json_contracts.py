@@ -133,7 +133,6 @@ def test_every_contract_is_kept_by_a_document_govern_prints(
     state = str(tmp_path / "state.db")
     conn = server.connect("root")
     with conn.cursor() as cur:
-        cur.execute("SET SESSION sql_log_bin = 0")
         cur.execute("DROP TABLE IF EXISTS app.contract_sales")
         cur.execute(
             "CREATE TABLE app.contract_sales (day DATE, shop INT, sales INT, PRIMARY KEY (day, shop))"

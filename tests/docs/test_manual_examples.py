@@ -93,7 +93,6 @@ def sandbox_base(mariadb: MariaDB, tmp_path_factory: pytest.TempPathFactory) -> 
     )
     conn = mariadb.connect("root")
     with conn.cursor() as cur:
-        cur.execute("SET SESSION sql_log_bin = 0")
         cur.execute(
             "CREATE TABLE IF NOT EXISTS app.daily_sales"
             " (day DATE, shop INT, sales INT, PRIMARY KEY (day, shop))"

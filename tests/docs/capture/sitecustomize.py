@@ -1,11 +1,11 @@
 """Keep a copy of what a govern process prints on stdout, for the JSON contract test.
 
-The test session puts this directory on PYTHONPATH and names a directory in
-GOVERN_TEST_JSON_DIR (tests/conftest.py). Python imports ``sitecustomize`` at start-up; in a
+The test session (tests/docs/plugin.py) puts this directory on PYTHONPATH and names a directory
+in GOVERN_TEST_JSON_DIR. Python imports ``sitecustomize`` at start-up; in a
 process that runs govern (``python -m govern …`` or the ``govern`` script), stdout is replaced by
 a text stream over a tee: everything is written through to the real stdout unchanged (same
 file descriptor, same terminal, so ``isatty`` and progress bars behave as before) and copied
-to ``GOVERN_TEST_JSON_DIR/<pid>.out``. A ``.done`` file beside it, written at a normal exit,
+to ``GOVERN_TEST_JSON_DIR/<pid>-<random>.out``. A ``.done`` file beside it, written at a normal exit,
 tells the test the output is whole (a process killed by a test leaves none, and its output is
 not judged). Forked children (the watchdog of ``govern run``) are not copied.
 """
@@ -82,7 +82,8 @@ def _install(directory: str) -> None:
     real = sys.stdout
     if real is None or not hasattr(real, "buffer"):
         return
-    tee = _Tee(real.buffer, os.path.join(directory, f"{os.getpid()}.out"))
+    name = f"{os.getpid()}-{os.urandom(4).hex()}.out"  # pids are reused in a long session
+    tee = _Tee(real.buffer, os.path.join(directory, name))
     sys.stdout = io.TextIOWrapper(
         tee,
         encoding=real.encoding,
