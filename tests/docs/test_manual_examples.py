@@ -10,6 +10,7 @@ CONTRIBUTING.md.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -114,6 +115,9 @@ def sandbox_base(mariadb: MariaDB, tmp_path_factory: pytest.TempPathFactory) -> 
         done = _shell(command, base)
         assert done.returncode == 0, f"{command}: {done.stderr}"
     shutil.rmtree(base / "state")
+    broken = json.loads((base / "db1.json").read_text(encoding="utf-8"))
+    broken["classes"][3]["count"] = "many"  # a hand-edited digest, for merge to refuse
+    _write(base / "broken.json", json.dumps(broken))
     return base
 
 
