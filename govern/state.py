@@ -165,6 +165,25 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX run_changes_by_run ON run_changes (run_id)
         """,
     ),
+    # govern collect (govern/collect/checkpoint.py): per collector, the sources' positions
+    # and the buckets still open, committed together.
+    Migration(
+        "collect_0001_checkpoints",
+        """
+        CREATE TABLE collect_checkpoints (
+            collector  TEXT PRIMARY KEY,
+            bucket_s   INTEGER NOT NULL,
+            state      TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE collect_open_buckets (
+            collector TEXT NOT NULL,
+            start     TEXT NOT NULL,
+            document  TEXT NOT NULL,
+            PRIMARY KEY (collector, start)
+        )
+        """,
+    ),
 ]
 
 

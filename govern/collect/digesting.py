@@ -1,0 +1,337 @@
+"""The collector's one door into the digest library (govern.digest).
+
+Everything ``govern collect`` asks of the digest code goes through here: digest a
+range of slow-log text with the context pt's reader inherits (the last ``# Time:``
+and ``use db`` before it), keep a bucket's classes as one mergeable
+:class:`Aggregate`, turn it into a ``govern.digest`` document and back, and build a
+class from counters (Performance Schema). The digest library is being reshaped on
+other branches; this module is the only place that has to follow it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from govern import native, sketch
+from govern.digest.aggregate import (
+    ClassAgg,
+    Metric,
+    Partial,
+    Sample,
+    close_runs,
+    histogram_index,
+    merge,
+)
+from govern.digest.result import Digest, Source, from_document, full_document
+from govern.errors import UsageError
+from govern.fingerprint import fingerprint_bytes, query_id
+
+__all__ = [
+    "Aggregate",
+    "ClassFigures",
+    "Context",
+    "Piece",
+    "digest_text",
+    "fingerprint",
+    "query_id",
+]
+
+#: Classes kept per bucket, as ``govern digest --max-classes``; further ones fold into "other".
+MAX_CLASSES = 10_000
+#: A range larger than this is cut at record boundaries and digested on threads.
+PARALLEL_RANGE = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Context:
+    """What pt's reader carries from one event to the next: the last ``# Time:``
+    (``YYYY-MM-DD HH:MM:SS``) and ``use db`` seen; a range continues from them."""
+
+    ts: str | None = None
+    db: str | None = None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"ts": self.ts, "db": self.db}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any] | None) -> Context:
+        value = value or {}
+        return cls(value.get("ts"), value.get("db"))
+
+
+class Aggregate:
+    """One bucket's classes, from any number of ranges and sources: merged exactly
+    (counts, sums, sketches), inputs listed once each by name."""
+
+    def __init__(self, max_classes: int = MAX_CLASSES, partial: Partial | None = None) -> None:
+        self.max_classes = max_classes
+        self.partial = partial or Partial(ts_seen=True, db_seen=True)
+        self.sources: list[Source] = []
+
+    @property
+    def events(self) -> int:
+        """Events aggregated (classes, other and those without Query_time)."""
+        return self.partial.events
+
+    def __bool__(self) -> bool:
+        return bool(self.partial.events or self.partial.classes or self.partial.malformed)
+
+    def add(self, other: Aggregate) -> None:
+        """Merge ``other`` (which is consumed) into this aggregate."""
+        mapping = [self._source_index(source) for source in other.sources]
+        part = other.partial
+        for agg in part.all_classes():
+            if agg.sample is not None and agg.sample.file < len(mapping):
+                agg.sample.file = mapping[agg.sample.file]
+        for bad in part.malformed_kept:
+            if bad.file < len(mapping):
+                bad.file = mapping[bad.file]
+        part.ts_seen = part.db_seen = True
+        merge(self.partial, part, max_classes=self.max_classes)
+
+    def _source_index(self, source: Source) -> int:
+        for index, mine in enumerate(self.sources):
+            if mine.name == source.name and mine.host == source.host:
+                mine.bytes += source.bytes
+                mine.problems.extend(p for p in source.problems if p not in mine.problems)
+                return index
+        self.sources.append(Source(source.name, source.host, source.bytes, source.compression))
+        self.sources[-1].problems = list(source.problems)
+        return len(self.sources) - 1
+
+    # --- documents ---------------------------------------------------------------------
+    def document(self, collect: dict[str, Any]) -> dict[str, Any]:
+        """The ``govern.digest`` document of this aggregate with a ``collect`` member
+        (docs/json.md): ``govern digest merge`` reads it like any saved digest."""
+        digest = Digest(partial=self.partial, sources=self.sources, max_classes=self.max_classes)
+        return full_document(digest) | {"collect": collect}
+
+    @classmethod
+    def from_document(cls, document: Any, name: str) -> Aggregate:
+        """An aggregate saved with :meth:`document` (a usage error names ``name``)."""
+        digest = from_document(document, name)
+        assert isinstance(digest.partial, Partial)
+        aggregate = cls(digest.max_classes, digest.partial)
+        aggregate.partial.ts_seen = aggregate.partial.db_seen = True
+        aggregate.sources = digest.sources
+        return aggregate
+
+    # --- what EXPLAIN reads and writes ----------------------------------------------------
+    def worst_samples(self, top: int) -> Iterator[tuple[str, Sample]]:
+        """(query ID, worst sample) of the ``top`` classes by total Query_time."""
+        ranked = sorted(
+            (agg for agg in self.partial.classes.values() if "Query_time" in agg.metrics),
+            key=lambda agg: (-agg.metrics["Query_time"].total, query_id(agg.fingerprint)),
+        )
+        for agg in ranked[:top]:
+            if agg.sample is not None:
+                yield query_id(agg.fingerprint), agg.sample
+
+
+@dataclass
+class Piece:
+    """A digested range: its aggregate, the bytes it used, the context it leaves."""
+
+    aggregate: Aggregate
+    end: int  # where the reader stopped (all of the range, for a range of whole records)
+    newlines: int
+    context: Context
+
+
+def digest_text(
+    data: bytes,
+    *,
+    context: Context,
+    host: str | None,
+    name: str,
+    line_base: int = 0,
+    max_classes: int = MAX_CLASSES,
+) -> Piece:
+    """Digest ``data`` (whole records of slow-log text) as the continuation of a log
+    whose reader stopped at ``context``. Samples point at ``name`` and count lines
+    from ``line_base``; classes count per server under the ``host`` label."""
+    if native.available():
+        partial, end, newlines, after = _digest_native(data, context, host, line_base, max_classes)
+    else:
+        partial, end, newlines, after = _digest_python(data, context, host, line_base, max_classes)
+    aggregate = Aggregate(max_classes, partial)
+    aggregate.sources = [Source(name, host, len(data))]
+    return Piece(aggregate, end, newlines, after)
+
+
+def _digest_native(
+    data: bytes, context: Context, host: str | None, line_base: int, max_classes: int
+) -> tuple[Partial, int, int, Context]:
+    from govern.digest.engine import EngineOptions
+    from govern.digest.native_total import NativeMerger, run_jobs, run_range
+    from govern.slowlog import SEPARATOR
+
+    merger = NativeMerger(EngineOptions(max_classes=max_classes, server=host))
+    merger.lines[0] = line_base
+    cuts = [0]
+    while len(data) - cuts[-1] > PARALLEL_RANGE:
+        cut = data.find(SEPARATOR, cuts[-1] + PARALLEL_RANGE // 2)
+        if cut < 0:
+            break
+        cuts.append(cut + len(SEPARATOR) - 1)
+    cuts.append(len(data))
+    given = (_bytes(context.ts), _bytes(context.db))
+    first = run_range(data, 0, cuts[1], merger, host, context=given)
+    merger.add(0, 0, host, first, cuts[1])
+    jobs = [
+        (0, 0, host, low, high, False, data, high - low)
+        for low, high in itertools.pairwise(cuts[1:])
+    ]
+    if jobs:
+        run_jobs(iter(jobs), merger, 2, None)
+    ts, db = merger.context()
+    end = merger.reached.get(0, len(data))
+    newlines = merger.lines[0] - line_base
+    total = merger.finish()
+    partial = Partial(ts_seen=True, db_seen=True)
+    for index in range(total.class_count()):
+        agg = total.class_at(index)
+        partial.classes[agg.fingerprint] = agg
+    partial.other = total.other
+    partial.events = total.events
+    partial.filtered = total.filtered
+    partial.no_statement = total.no_statement
+    partial.malformed = total.malformed
+    partial.malformed_kept = total.malformed_kept
+    partial.minutes = total.minutes
+    return partial, end, newlines, Context(_text(ts), _text(db))
+
+
+def _digest_python(
+    data: bytes, context: Context, host: str | None, line_base: int, max_classes: int
+) -> tuple[Partial, int, int, Context]:
+    from govern.digest.engine import Context as EngineContext
+    from govern.digest.engine import EngineOptions, digest_range
+
+    result = digest_range(
+        data,
+        0,
+        len(data),
+        at_start=False,
+        options=EngineOptions(max_classes=max_classes, server=host),
+        context=EngineContext(context.ts, context.db, known=True),
+    )
+    partial = result.partial
+    close_runs(partial)
+    partial.shift_lines(line_base, 0)
+    after = Context(
+        partial.last_ts if partial.ts_seen else context.ts,
+        partial.last_db if partial.db_seen else context.db,
+    )
+    return partial, result.end, result.newlines, after
+
+
+def _bytes(value: str | None) -> bytes | None:
+    return None if value is None else value.encode("utf-8", "surrogateescape")
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("utf-8", "surrogateescape")
+
+
+# --- classes from counters (Performance Schema) ----------------------------------------------
+
+
+@dataclass
+class ClassFigures:
+    """What a statistics table knows of a class over an interval: how many statements,
+    and per attribute the count, sum and (when it can tell) min, max and a histogram
+    of values (micro-units, as the digest keeps them)."""
+
+    statement: bytes | None  # the text to fingerprint; None: statements of no known class
+    count: int
+    ts_min: str | None
+    ts_max: str | None
+    #: name -> (sum, low, high, histogram {value: count} or None); low/high None: unknown
+    metrics: dict[str, tuple[int, int | None, int | None, dict[int, int] | None]]
+    flags: dict[str, int]  # name -> statements with the flag
+    values: dict[str, dict[str, int]]  # name -> value -> statements (db, digest)
+    sample: tuple[bytes, int] | None = None  # a statement and its Query_time
+
+
+def aggregate_of(
+    classes: list[ClassFigures], *, host: str | None, name: str, max_classes: int = MAX_CLASSES
+) -> Aggregate:
+    """An aggregate of classes given by their figures (each statement fingerprinted as
+    a slow log's would be), the inputs listed as ``name``."""
+    partial = Partial(ts_seen=True, db_seen=True)
+    for figures in classes:
+        if figures.count <= 0:
+            continue
+        agg = _class_of(figures, host)
+        if figures.statement is None:
+            one = Partial(other=agg, events=figures.count)
+        else:
+            one = Partial(classes={agg.fingerprint: agg}, events=figures.count)
+        merge(partial, one, max_classes=max_classes)
+    aggregate = Aggregate(max_classes, partial)
+    aggregate.sources = [Source(name, host, 0)]
+    return aggregate
+
+
+def _class_of(figures: ClassFigures, host: str | None) -> ClassAgg:
+    statement = figures.statement
+    agg = ClassAgg(b"" if statement is None else fingerprint_bytes(statement), count=figures.count)
+    if figures.ts_min:
+        agg.see_ts(figures.ts_min)
+    if figures.ts_max:
+        agg.see_ts(figures.ts_max)
+    for metric_name, (total, low, high, histogram) in figures.metrics.items():
+        average = total // figures.count
+        metric = Metric(
+            count=figures.count,
+            total=total,
+            low=average if low is None else min(low, average),
+            high=average if high is None else max(high, average),
+            decimal=metric_name.endswith("_time"),
+        )
+        if histogram and sum(histogram.values()) == figures.count:
+            for value, times in histogram.items():
+                key = sketch.bucket_key(value)
+                metric.buckets[key] = metric.buckets.get(key, 0) + times
+        agg.metrics[metric_name] = metric
+    if "Query_time" in figures.metrics:
+        total, _, _, spread = figures.metrics["Query_time"]
+        if not spread or sum(spread.values()) != figures.count:
+            spread = {total // figures.count: figures.count}
+        for value, times in spread.items():
+            agg.histogram[histogram_index(value)] += times
+    for flag, yes in figures.flags.items():
+        agg.booleans[flag] = [min(yes, figures.count), figures.count]
+    for value_name, counted in figures.values.items():
+        for text_value, times in counted.items():
+            agg.add_string(value_name, text_value, times)
+    if host:
+        agg.servers[host] = figures.count
+    if figures.sample is not None:
+        statement, query_time = figures.sample
+        agg.sample = Sample(
+            query_time=query_time,
+            query=statement,
+            ts=figures.ts_max,
+            db=next(iter(figures.values.get("db", {})), None),
+            user=None,
+            host=None,
+            file=0,
+            line=0,
+        )
+    return agg
+
+
+def fingerprint(statement: bytes) -> bytes:
+    """pt-query-digest's fingerprint of one statement."""
+    return fingerprint_bytes(statement)
+
+
+def check_document(document: Any, name: str) -> None:
+    """Refuse a file that is not a collected bucket (``govern.digest`` with ``collect``)."""
+    if not isinstance(document, dict) or not isinstance(document.get("collect"), dict):
+        raise UsageError(f"{name}: not a bucket written by govern collect")
