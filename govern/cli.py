@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "rules": "govern.rules.cli:rules",
     "schedule": "govern.schedulers.cli:schedule",
     "digest": "govern.commands.digest:digest",
+    "collect": "govern.collect.cli:collect",
 }
 
 

@@ -44,6 +44,9 @@ class DoctorReport:
     grants: Grants
     features: list[FeatureCheck]
     warnings: list[str]
+    #: govern collect's sources on this server: readable from here or not (not features:
+    #: a server needs only the sources it is collected from).
+    sources: list[FeatureCheck] = dataclasses.field(default_factory=list)
 
     @property
     def all_ready(self) -> bool:
@@ -99,6 +102,7 @@ class DoctorReport:
             },
             "digest_engine": dict(zip(("name", "detail"), native.engine(), strict=True)),
             "features": [dataclasses.asdict(f) for f in self.features],
+            "collect_sources": [dataclasses.asdict(f) for f in self.sources],
             "all_ready": self.all_ready,
             "warnings": self.warnings,
         }
@@ -236,6 +240,8 @@ def run_doctor(conn: Connection, settings: ConnectionSettings) -> DoctorReport:
         "127.0.0.1",
         "::1",
     )
+    from govern.collect.readiness import collect_features
+
     return DoctorReport(
         connection=settings.describe(),
         account=f"'{user}'@'{host}'",
@@ -243,4 +249,5 @@ def run_doctor(conn: Connection, settings: ConnectionSettings) -> DoctorReport:
         grants=grants,
         features=check_features(server, grants, user, host, local=local),
         warnings=warnings_for(server),
+        sources=collect_features(conn, server, user, host, local=local),
     )

@@ -214,10 +214,14 @@ class Collector:
             )
             line_base += piece.newlines
             stream.context = piece.context
-            start = bucket or self.buckets.start_of(self.clock().strftime("%Y-%m-%d %H:%M:%S"))
-            if floor is not None and start < floor:
-                start = floor
-            stream.floor = floor = start
+            if bucket is None:
+                # Text with no time and nothing before it to take one from (a log read
+                # from the middle): the bucket of the reading; later times are not held
+                # back by it.
+                start = self.buckets.start_of(self.clock().strftime("%Y-%m-%d %H:%M:%S"))
+            else:
+                start = bucket if floor is None or bucket > floor else floor
+                stream.floor = floor = start
             if piece.aggregate:
                 self._bucket(start).add(piece.aggregate)
                 changed.add(start)

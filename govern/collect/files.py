@@ -235,8 +235,8 @@ class FollowedLog:
             last.rotated = True
             if current is not None:
                 self.files.append(Tracked(self.path, current.st_dev, current.st_ino))
-        for tracked in self.files:
-            if tracked.rotated and not self._locate(tracked):
+        for tracked in list(self.files):
+            if tracked.rotated and not self._locate(tracked, reading):
                 reading.problems.append(
                     f"{tracked.name}: rotated away and not found beside {self.path} (not as"
                     f" {os.path.basename(tracked.name)}.N nor compressed): what was written after"
@@ -247,7 +247,8 @@ class FollowedLog:
         self.files = [t for t in self.files if t.offset >= 0]
 
     def _truncated(self, tracked: Tracked, reading: Progress) -> None:
-        """The followed file was cut back (copytruncate): its unread end is in the copy."""
+        """A followed file was cut back (copytruncate): its unread end is in the copy, and
+        it is read again from its start."""
         copy = self._find_copy(tracked, exclude_inode=True)
         if copy is not None:
             path, kind = copy
@@ -258,33 +259,37 @@ class FollowedLog:
             self.files.insert(self.files.index(tracked), rest)
         elif tracked.offset:
             reading.problems.append(
-                f"{self.path}: truncated in place and no copy of it found beside it: what was"
-                f" written after byte {tracked.offset:,} before the truncation is lost"
+                f"{tracked.name}: truncated in place and no copy of it found beside it: what"
+                f" was written after byte {tracked.offset:,} before the truncation is lost"
             )
         tracked.close()
         tracked.offset = tracked.lines = tracked.raw_lines = tracked.head_len = 0
         tracked.head = ""
 
-    def _locate(self, tracked: Tracked) -> bool:
-        """Find a rotated file again: by inode (plain), else by its first bytes (compressed)."""
+    def _locate(self, tracked: Tracked, reading: Progress) -> bool:
+        """Find a rotated file again: by inode (plain), else by its first bytes (a copy,
+        compressed or not). A file found by inode that no longer starts as it did was cut
+        back before it was renamed: read from its start, its unread end from a copy."""
         if tracked.compression is not None:
             return os.path.exists(tracked.name) and self._head_matches(
                 tracked.name, tracked, tracked.compression
             )
         for path in [tracked.name, *self._rotated_siblings()]:
             found = self._stat_quietly(path)
-            if (
-                found is not None
-                and _same(tracked, found)
-                and self._head_matches(path, tracked, None)
-            ):
-                tracked.name = path
-                return True
+            if found is None or not _same(tracked, found):
+                continue
+            tracked.name = path
+            if found.st_size < tracked.offset or not self._head_matches(path, tracked, None):
+                self._truncated(tracked, reading)
+            return True
         copy = self._find_copy(tracked, exclude_inode=False)
         if copy is None:
             return False
-        tracked.name, tracked.compression = copy
+        path, kind = copy
+        found = os.stat(path)
         tracked.close()
+        tracked.name, tracked.compression = path, kind
+        tracked.dev, tracked.ino, tracked.final = found.st_dev, found.st_ino, True
         return True
 
     def _find_copy(self, tracked: Tracked, *, exclude_inode: bool) -> tuple[str, str | None] | None:
@@ -349,6 +354,7 @@ class FollowedLog:
             info = os.fstat(fd)
             if (info.st_dev, info.st_ino) != (tracked.dev, tracked.ino):
                 reading.caught_up = False  # replaced between stat and open: next read
+                reading.problems.append(f"{tracked.name}: replaced while opened: read again")
                 return
             # The server has moved on to the file at the path: nothing more comes here.
             finished = tracked.final or (not last and current is not None and current.st_size > 0)

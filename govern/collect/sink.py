@@ -7,10 +7,12 @@ collector that re-reads after a crash writes the same bucket again, never twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,6 +46,15 @@ class DirectorySink:
             ) from None
         if not self.path.is_dir():
             raise ConfigError(f"{self.path}: not a directory")
+        self._sweep()
+
+    def _sweep(self) -> None:
+        """Remove what writers killed mid-write left (an hour old: others may be writing)."""
+        limit = time.time() - 3600
+        for leftover in self.path.glob(".bucket-*"):
+            with contextlib.suppress(OSError):
+                if leftover.stat().st_mtime < limit:
+                    leftover.unlink()
 
     def write(self, host: str, start: str, document: dict[str, Any]) -> str:
         target = self.path / bucket_file_name(host, start)

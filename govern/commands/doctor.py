@@ -98,5 +98,18 @@ def render_text(report: DoctorReport) -> None:
             "\n".join(lines),
         )
     out.print(features)
+    if report.sources:
+        sources = Table(title="govern collect sources", title_justify="left")
+        sources.add_column("source")
+        sources.add_column("readable")
+        sources.add_column("why not / how to fix")
+        for source in report.sources:
+            lines = [*source.missing, *(f"fix: {fix}" for fix in source.fixes)]
+            sources.add_row(
+                source.title,
+                "[green]yes[/green]" if source.ready else "[red]no[/red]",
+                "\n".join(lines if not source.ready else source.notes),
+            )
+        out.print(sources)
     for warning in report.warnings:
         out.print(f"[yellow]warning:[/yellow] {warning}")
