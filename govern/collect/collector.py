@@ -155,9 +155,13 @@ class Collector:
         reports = []
         budget = self.options.budget
         clocks: dict[str, dt.datetime] = {}
+        progresses = {source.key: Progress(budget=1) for source in self.sources}
+        if any([source.refresh(progresses[source.key]) for source in self.sources]):
+            self._commit(set(), [])  # rotations seen, new files known: before reading
         for source in self.sources:
             report = SourceReport(source.key, source.label)
-            progress = Progress(budget=max(budget, 1))
+            progress = progresses[source.key]
+            progress.budget = max(budget, 1)
             stream = self.streams[source.key]
             for item in source.read(progress):
                 if isinstance(item, Text):

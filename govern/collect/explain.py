@@ -12,7 +12,6 @@ cut short, several statements) are counted, not tried.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from dataclasses import dataclass
@@ -21,8 +20,8 @@ from typing import Any
 import pymysql
 
 from govern.collect.digesting import Aggregate
-from govern.collect.session import open_session, run
-from govern.connection import Connection, ConnectionSettings, error_text
+from govern.collect.session import Session
+from govern.connection import ConnectionSettings, error_text
 
 _SELECT = re.compile(r"\A\s*(?:\(\s*)*(?:SELECT|WITH)\b", re.I)
 _UPDATE = re.compile(
@@ -39,7 +38,6 @@ _INSERT_SELECT = re.compile(
     r"(?:\s+ON\s+DUPLICATE\s+KEY\s+UPDATE\b.*)?\s*;?\s*\Z",
     re.I | re.S,
 )
-_ASSIGNMENT = re.compile(r"(?:^|,)\s*[\w`.]+\s*=", re.S)
 
 
 @dataclass
@@ -59,10 +57,7 @@ def explainable(statement: str) -> str | None:
     update = _UPDATE.match(text)
     if update:
         where = f" WHERE {update['where']}" if update["where"] else ""
-        columns = _ASSIGNMENT.sub(
-            lambda m: "," if m.group(0).startswith(",") else "", update["set"]
-        )
-        return f"SELECT {columns.strip(' ,') or '*'} FROM {update['tables']}{where}"
+        return f"SELECT {update['set']} FROM {update['tables']}{where}"
     delete = _DELETE.match(text)
     if delete:
         return f"SELECT * FROM {delete['rest']}"
@@ -117,13 +112,10 @@ class Explainer:
 
     def __init__(self, options: ExplainOptions) -> None:
         self.options = options
-        self._conn: Connection | None = None
+        self.session = Session(options.settings, statement_seconds=options.seconds)
 
     def close(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(pymysql.err.Error):
-                self._conn.close()
-            self._conn = None
+        self.session.close()
 
     def __call__(self, start: str, aggregate: Aggregate) -> dict[str, Any]:
         counts = {"explained": 0, "not_explainable": 0, "failed": 0}
@@ -142,8 +134,6 @@ class Explainer:
             except pymysql.err.MySQLError as exc:
                 counts["failed"] += 1
                 errors.append(f"{class_id}: {error_text(exc)}")
-                if isinstance(exc, pymysql.err.OperationalError):
-                    self.close()
                 continue
             sample.plan = {
                 "server": self.options.settings.describe(),
@@ -155,9 +145,7 @@ class Explainer:
         return {"explain": counts | {"errors": errors[:10]}}
 
     def _explain(self, statement: str, db: str | None) -> Any:
-        if self._conn is None or not self._conn.open:
-            self._conn = open_session(self.options.settings, statement_seconds=self.options.seconds)
         if db:
-            self._conn.select_db(db)
-        ((text,),) = run(self._conn, "EXPLAIN FORMAT=JSON " + statement)
+            self.session.select_db(db)
+        ((text,),) = self.session.run("EXPLAIN FORMAT=JSON " + statement)
         return json.loads(text)

@@ -135,6 +135,11 @@ class FollowedLog:
         self.backfill = backfill
         self.files: list[Tracked] = []
         self.started = False
+        self._current: os.stat_result | None = None  # the path, as the last refresh saw it
+        #: [sha1, length] of the first bytes of files read to their end or there before
+        #: the log was first followed: a rotated file that starts so is not read again.
+        self.known: list[list[Any]] = []
+        self._heads: dict[tuple[Any, ...], bytes] = {}
         self.skipped_lines = 0  # JSON lines with no slow-log text, ever
 
     # --- the checkpoint -----------------------------------------------------------------
@@ -142,6 +147,7 @@ class FollowedLog:
         return {
             "path": self.path,
             "files": [tracked.to_json() for tracked in self.files],
+            "known": self.known,
             "skipped_lines": self.skipped_lines,
         }
 
@@ -151,9 +157,10 @@ class FollowedLog:
     def restore(self, saved: dict[str, Any] | None) -> None:
         self.close()
         if saved is None:
-            self.files, self.started = [], False
+            self.files, self.known, self.started = [], [], False
             return
         self.files = [Tracked.from_json(value) for value in saved.get("files", [])]
+        self.known = [list(entry) for entry in saved.get("known", [])]
         self.skipped_lines = saved.get("skipped_lines", 0)
         self.started = True
 
@@ -162,16 +169,28 @@ class FollowedLog:
             tracked.close()
 
     # --- reading ------------------------------------------------------------------------
+    def refresh(self, reading: Progress) -> bool:
+        """Notice rotations and learn the first bytes of the files before reading: True
+        when that changed the position (the collector commits it at once, so a file is
+        known by its first bytes even if reading it is interrupted)."""
+        before = self.to_json()
+        self._current = self._stat(self.path)
+        if not self.started:
+            self._start(self._current)
+        else:
+            self._reconcile(self._current, reading)
+        for tracked in self.files:
+            self._learn_head(tracked)
+        self._discover()
+        return self.to_json() != before
+
     def read(self, reading: Progress) -> Iterator[Text]:
-        """Whole records appended since the last read, file by file, oldest first.
+        """Whole records appended since the last read, file by file, oldest first
+        (after :meth:`refresh`).
 
         The position advances as each chunk is handed out: the caller commits it
         with the buckets the chunks fed, or discards it all."""
-        current = self._stat(self.path)
-        if not self.started:
-            self._start(current)
-        else:
-            self._reconcile(current, reading)
+        current = self._current
         for index, tracked in enumerate(list(self.files)):
             last = index == len(self.files) - 1 and not tracked.rotated
             yield from self._read_file(tracked, last, current, reading)
@@ -189,16 +208,22 @@ class FollowedLog:
         return found
 
     def _start(self, current: os.stat_result | None) -> None:
+        """The first look at a log: its rotated files are history, read only with
+        ``backfill`` (oldest first); otherwise remembered as read, never read later."""
         self.started = True
         if current is None:
             raise UsageError(f"{self.path}: no such file")
-        if self.backfill:
-            for path in self._rotated_siblings():
+        for path in self._rotated_siblings():
+            if self.backfill:
                 found = os.stat(path)
                 kind = compression_of(path)
                 self.files.append(
                     Tracked(path, found.st_dev, found.st_ino, compression=kind, rotated=True)
                 )
+            else:
+                first = self._first_bytes(path)
+                if first:
+                    self.known.append([_checksum(first), len(first)])
         self.files.append(Tracked(self.path, current.st_dev, current.st_ino))
 
     def _rotated_siblings(self) -> list[str]:
@@ -237,11 +262,13 @@ class FollowedLog:
                 self.files.append(Tracked(self.path, current.st_dev, current.st_ino))
         for tracked in list(self.files):
             if tracked.rotated and not self._locate(tracked, reading):
-                reading.problems.append(
-                    f"{tracked.name}: rotated away and not found beside {self.path} (not as"
-                    f" {os.path.basename(tracked.name)}.N nor compressed): what was written after"
-                    f" byte {tracked.offset:,} of it is lost"
-                )
+                if tracked.offset:
+                    reading.problems.append(
+                        f"{tracked.name}: rotated away and not found beside {self.path} (not"
+                        f" as {os.path.basename(self.path)}.N nor compressed): what was written"
+                        f" after byte {tracked.offset:,} of it is lost"
+                    )
+                # Nothing of it was read: its content, wherever it went, is discovered.
                 tracked.close()
                 tracked.offset = -1
         self.files = [t for t in self.files if t.offset >= 0]
@@ -295,7 +322,7 @@ class FollowedLog:
     def _find_copy(self, tracked: Tracked, *, exclude_inode: bool) -> tuple[str, str | None] | None:
         """A rotated file holding the same first bytes and at least ``offset`` bytes."""
         if not tracked.head_len:
-            return None  # nothing was read of it: nothing to recognise it by
+            return None  # nothing of it is known: nothing to recognise it by
         for path in reversed(self._rotated_siblings()):
             found = self._stat_quietly(path)
             if found is None or (exclude_inode and _same(tracked, found)):
@@ -306,6 +333,59 @@ class FollowedLog:
             if self._head_matches(path, tracked, kind):
                 return path, kind
         return None
+
+    def _discover(self) -> None:
+        """Rotated files whose content the collector never saw (a file that was rotated,
+        or cut back and rotated, before it was read): read them too, oldest first, before
+        the file at the path. A file is known by its first bytes: those of a file followed
+        or read to its end, or there before the log was first followed."""
+        identities = [(t.head, t.head_len) for t in self.files if t.head_len]
+        identities += [(head, length) for head, length in self.known]
+        followed = {(t.dev, t.ino) for t in self.files}
+        present: set[tuple[str, int]] = set()
+        found: list[Tracked] = []
+        for path in self._rotated_siblings():
+            first = self._first_bytes(path)
+            info = self._stat_quietly(path)
+            if not first or info is None:
+                continue
+            matched = [
+                (head, length)
+                for head, length in identities
+                if len(first) >= length and _checksum(first[:length]) == head
+            ]
+            present.update(matched)
+            if matched or (info.st_dev, info.st_ino) in followed:
+                continue
+            kind = compression_of(path)
+            tracked = Tracked(path, info.st_dev, info.st_ino, compression=kind, rotated=True)
+            tracked.final = kind is not None
+            tracked.head, tracked.head_len = _checksum(first), len(first)
+            identities.append((tracked.head, tracked.head_len))
+            found.append(tracked)
+        if found:
+            at = next((i for i, t in enumerate(self.files) if not t.rotated), len(self.files))
+            self.files[at:at] = found
+        # Forget files gone from beside the log (the list stays as long as the rotation keeps).
+        self.known = [entry for entry in self.known if tuple(entry) in present]
+
+    def _first_bytes(self, path: str) -> bytes:
+        """The first bytes of a file (decompressed), cached while it does not change."""
+        info = self._stat_quietly(path)
+        if info is None:
+            return b""
+        key = (path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        found = self._heads.get(key)
+        if found is None:
+            try:
+                with _open(path, compression_of(path)) as handle:
+                    found = handle.read(HEAD)
+            except (OSError, EOFError, lzma.LZMAError):
+                found = b""
+            if len(self._heads) > 10_000:
+                self._heads.clear()
+            self._heads[key] = found
+        return found
 
     @staticmethod
     def _stat_quietly(path: str) -> os.stat_result | None:
@@ -327,10 +407,28 @@ class FollowedLog:
         return len(data) == tracked.head_len and _checksum(data) == tracked.head
 
     @staticmethod
-    def _head(tracked: Tracked, upto: int) -> bytes:
-        """The first bytes of a file (up to ``upto``, at most HEAD) for its checksum."""
-        with _open(tracked.name, tracked.compression) as handle:
-            return handle.read(min(HEAD, upto))
+    def _learn_head(tracked: Tracked) -> None:
+        """Checksum the first bytes of a file as soon as it has them (they never change
+        while it is only appended to; a file whose known head changed was cut back, which
+        :meth:`_reconcile` sees first)."""
+        if tracked.head_len >= HEAD:
+            return
+        try:
+            with _open(tracked.name, tracked.compression) as handle:
+                head = handle.read(HEAD)
+        except (OSError, EOFError, lzma.LZMAError):
+            return
+        if len(head) > tracked.head_len and (
+            not tracked.head_len or _checksum(head[: tracked.head_len]) == tracked.head
+        ):
+            tracked.head, tracked.head_len = _checksum(head), len(head)
+
+    def _done(self, tracked: Tracked) -> None:
+        """A rotated file read to its end: dropped, its first bytes remembered."""
+        tracked.close()
+        if tracked.head_len and [tracked.head, tracked.head_len] not in self.known:
+            self.known.append([tracked.head, tracked.head_len])
+        tracked.offset = -1
 
     # --- reading one file --------------------------------------------------------------
     def _read_file(
@@ -353,8 +451,7 @@ class FollowedLog:
             fd = handle.fileno()
             info = os.fstat(fd)
             if (info.st_dev, info.st_ino) != (tracked.dev, tracked.ino):
-                reading.caught_up = False  # replaced between stat and open: next read
-                reading.problems.append(f"{tracked.name}: replaced while opened: read again")
+                reading.caught_up = False  # rotated between the look and the read: next poll
                 return
             # The server has moved on to the file at the path: nothing more comes here.
             finished = tracked.final or (not last and current is not None and current.st_size > 0)
@@ -379,7 +476,7 @@ class FollowedLog:
         if reading.budget <= 0 and behind:
             reading.caught_up = False
         if tracked.rotated and finished and behind == 0:
-            tracked.offset = -1  # done: dropped after this read
+            self._done(tracked)
 
     def _take(
         self, tracked: Tracked, raw: bytes, whole: bool, reading: Progress
@@ -406,9 +503,6 @@ class FollowedLog:
             used = cut + len(SEPARATOR) - 1
             text = raw[:used]
         chunk = Text(text, tracked.name, tracked.lines)
-        if tracked.head_len < HEAD:
-            head = raw[:HEAD] if tracked.offset == 0 else self._head(tracked, tracked.offset + used)
-            tracked.head, tracked.head_len = _checksum(head), len(head)
         tracked.offset += used
         tracked.lines += text.count(b"\n")
         tracked.raw_lines += raw.count(b"\n", 0, used) if self.json_field else text.count(b"\n")
@@ -447,8 +541,7 @@ class FollowedLog:
                 return
         except (OSError, EOFError, lzma.LZMAError) as exc:
             reading.problems.append(f"{tracked.name}: corrupt {tracked.compression} data: {exc}")
-        tracked.close()
-        tracked.offset = -1  # read to its end: done
+        self._done(tracked)
 
 
 def _same(tracked: Tracked, found: os.stat_result) -> bool:

@@ -24,7 +24,6 @@ class percentiles; elsewhere (MariaDB) counts and sums only.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import math
 import re
@@ -35,9 +34,9 @@ from typing import Any
 import pymysql
 
 from govern.collect.digesting import Aggregate, ClassFigures, aggregate_of
-from govern.collect.session import open_session, run, server_error
+from govern.collect.session import Session, server_error
 from govern.collect.source import Classes, Progress
-from govern.connection import Connection, ConnectionSettings
+from govern.connection import ConnectionSettings
 
 #: Counter columns kept per digest, in this order (a snapshot row is a list of them).
 COUNTERS = (
@@ -58,8 +57,10 @@ COUNTERS = (
     "SUM_NO_INDEX_USED",
 )
 _INDEX = {name: index for index, name in enumerate(COUNTERS)}
-#: A server whose start moved by more than this restarted (Uptime has whole seconds).
-RESTART_SLACK = 5.0
+#: A server whose start moved by more than this restarted (Uptime has whole seconds). A
+#: restart sooner than that after the last one is still counted right: its rows are new
+#: (FIRST_SEEN moved), only the message is missed.
+RESTART_SLACK = 2.0
 #: Picoseconds (the timers) per micro-unit of a time (the digest's unit).
 PS_PER_MICRO = 1_000_000
 #: Micro-units per row counted.
@@ -198,6 +199,9 @@ def figures_of(delta: Delta, bounds: dict[int, tuple[int, int]]) -> ClassFigures
         for bucket, times in delta.histogram.items():
             value = _bucket_value(bounds.get(bucket))
             histogram[value] = histogram.get(value, 0) + times
+        # The interval's extremes lie in its lowest and highest buckets.
+        low = min(histogram) if low is None else low
+        high = max(histogram) if high is None else high
     metrics: dict[str, tuple[int, int | None, int | None, dict[int, int] | None]] = {
         "Query_time": (query_time_sum, low, high, histogram),
         "Lock_time": (counters[_INDEX["SUM_LOCK_TIME"]] // PS_PER_MICRO, None, None, None),
@@ -315,7 +319,7 @@ def statement_of(digest_text: str) -> bytes:
     the fingerprint of the statements the digest stands for (``?`` stays a value)."""
     text = _QUOTED_NAME.sub(lambda m: m.group(1).replace("``", "`"), digest_text)
     text = _ELIDED_LIST.sub("(?)", text)
-    text = _ELIDED_VALUES.sub("?", text)
+    text = _ELIDED_VALUES.sub("?, ?", text)
     text = _UNARY_MINUS.sub(lambda m: f"{m.group(1)} ?", text)
     text = _SPACE_BEFORE.sub(r"\1", text)
     text = _SPACE_AFTER.sub(r"\1", text)
@@ -340,7 +344,7 @@ class PerformanceSchemaDigests:
         self.settings = settings
         self.host = host
         self.previous: Snapshot | None = None
-        self._conn: Connection | None = None
+        self.session = Session(settings)
 
     def restore(self, saved: dict[str, Any] | None) -> None:
         self.previous = Snapshot.from_json(saved) if saved else None
@@ -349,16 +353,14 @@ class PerformanceSchemaDigests:
         return self.previous.to_json() if self.previous else {}
 
     def close(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(pymysql.err.Error):
-                self._conn.close()
-            self._conn = None
+        self.session.close()
+
+    def refresh(self, progress: Progress) -> bool:
+        return False
 
     def read(self, progress: Progress) -> Iterator[Classes]:
         try:
-            if self._conn is None or not self._conn.open:
-                self._conn = open_session(self.settings)
-            current = read_snapshot(self._conn)
+            current = read_snapshot(self.session)
         except pymysql.err.MySQLError as exc:
             self.close()
             raise server_error(exc, "reading performance_schema digests") from None
@@ -386,60 +388,62 @@ class PerformanceSchemaDigests:
         yield Classes(_seconds(current.at), aggregate)
 
 
-def read_snapshot(conn: Connection) -> Snapshot:
+def read_snapshot(session: Session) -> Snapshot:
     """The digest table (and, where it exists, the histogram table) at one moment."""
-    ((now, uptime),) = run(
-        conn,
+    ((now, uptime),) = session.run(
         "SELECT NOW(6), VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
-        " WHERE VARIABLE_NAME = 'UPTIME'",
+        " WHERE VARIABLE_NAME = 'UPTIME'"
     )
-    at = now.isoformat(sep=" ", timespec="microseconds")
-    start = now.timestamp() - float(uptime)
-    columns = {
-        str(name).upper()
-        for (name, *_rest) in run(
-            conn, "SHOW COLUMNS FROM performance_schema.events_statements_summary_by_digest"
-        )
-    }
-    sample = "QUERY_SAMPLE_TEXT" in columns
-    select = ["SCHEMA_NAME", "DIGEST", "DIGEST_TEXT", *COUNTERS, "FIRST_SEEN", "LAST_SEEN"]
-    if sample:
-        select += ["QUERY_SAMPLE_TEXT", "QUERY_SAMPLE_SEEN", "QUERY_SAMPLE_TIMER_WAIT"]
-    rows: dict[str, Row] = {}
-    for record in run(
-        conn,
-        f"SELECT {', '.join(select)} FROM performance_schema.events_statements_summary_by_digest",
+    digests = session.run(
+        "SELECT * FROM performance_schema.events_statements_summary_by_digest", dicts=True
+    )
+    histogram = []
+    if session.run(
+        "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'performance_schema'"
+        " AND TABLE_NAME = 'events_statements_histogram_by_digest'"
     ):
-        schema, digest, text = record[0], record[1], record[2]
-        counters = [int(value or 0) for value in record[3 : 3 + len(COUNTERS)]]
-        first, last = record[3 + len(COUNTERS)], record[4 + len(COUNTERS)]
-        row = Row(schema, digest, text, counters, _stamp(first), _stamp(last))
-        if sample and record[-3]:
-            row.sample = (str(record[-3]), _stamp(record[-2]), int(record[-1] or 0))
+        histogram = session.run(
+            "SELECT * FROM performance_schema.events_statements_histogram_by_digest"
+            " WHERE COUNT_BUCKET > 0",
+            dicts=True,
+        )
+    return snapshot_from_rows(now, now.timestamp() - float(uptime), digests, histogram)
+
+
+def snapshot_from_rows(
+    now: dt.datetime,
+    server_start: float,
+    digests: list[dict[str, Any]],
+    histogram: list[dict[str, Any]],
+) -> Snapshot:
+    """A snapshot from the rows of ``events_statements_summary_by_digest`` and
+    ``events_statements_histogram_by_digest`` (column name -> value, as the server
+    returns them; MySQL 8.0 adds QUERY_SAMPLE_* and the histogram)."""
+    rows: dict[str, Row] = {}
+    for record in digests:
+        row = Row(
+            record["SCHEMA_NAME"],
+            record["DIGEST"],
+            record["DIGEST_TEXT"],
+            [int(record.get(name) or 0) for name in COUNTERS],
+            _stamp(record["FIRST_SEEN"]),
+            _stamp(record["LAST_SEEN"]),
+        )
+        if record.get("QUERY_SAMPLE_TEXT"):
+            row.sample = (
+                str(record["QUERY_SAMPLE_TEXT"]),
+                _stamp(record["QUERY_SAMPLE_SEEN"]),
+                int(record.get("QUERY_SAMPLE_TIMER_WAIT") or 0),
+            )
         rows[row.key] = row
     bounds: dict[int, tuple[int, int]] = {}
-    if _has_histogram(conn):
-        for schema, digest, bucket, low, high, times in run(
-            conn,
-            "SELECT SCHEMA_NAME, DIGEST, BUCKET_NUMBER, BUCKET_TIMER_LOW, BUCKET_TIMER_HIGH,"
-            " COUNT_BUCKET FROM performance_schema.events_statements_histogram_by_digest"
-            " WHERE COUNT_BUCKET > 0",
-        ):
-            bounds[int(bucket)] = (int(low), int(high))
-            found = rows.get(f"{schema or ''}\x00{digest or ''}")
-            if found is not None:
-                found.histogram[int(bucket)] = int(times)
-    return Snapshot(at, start, rows, bounds)
-
-
-def _has_histogram(conn: Connection) -> bool:
-    return bool(
-        run(
-            conn,
-            "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'performance_schema'"
-            " AND TABLE_NAME = 'events_statements_histogram_by_digest'",
-        )
-    )
+    for record in histogram:
+        bucket = int(record["BUCKET_NUMBER"])
+        bounds[bucket] = (int(record["BUCKET_TIMER_LOW"]), int(record["BUCKET_TIMER_HIGH"]))
+        found = rows.get(f"{record['SCHEMA_NAME'] or ''}\x00{record['DIGEST'] or ''}")
+        if found is not None and int(record["COUNT_BUCKET"]):
+            found.histogram[bucket] = int(record["COUNT_BUCKET"])
+    return Snapshot(_stamp(now), server_start, rows, bounds)
 
 
 def _stamp(value: Any) -> str:

@@ -9,6 +9,7 @@ and they are read-only: collect never writes to a server it reads.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pymysql
@@ -70,3 +71,52 @@ def run(conn: Connection, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
 
 def server_error(exc: BaseException, what: str) -> ServerError:
     return ServerError(f"{what}: {error_text(exc)}")
+
+
+#: Client errors of a connection the server dropped (a restart, wait_timeout, KILL).
+LOST = frozenset({2006, 2013, 2055})
+
+
+class Session:
+    """One session on a server, opened when first needed and opened again once when the
+    server dropped it (restarted between two polls, or closed an idle connection)."""
+
+    def __init__(
+        self, settings: ConnectionSettings, *, statement_seconds: float | None = None
+    ) -> None:
+        self.settings = settings
+        self.statement_seconds = statement_seconds
+        self._conn: Connection | None = None
+
+    def connection(self) -> Connection:
+        if self._conn is None:
+            self._conn = open_session(self.settings, statement_seconds=self.statement_seconds)
+        return self._conn
+
+    def run(self, sql: str, args: Any = None, *, dicts: bool = False) -> list[Any]:
+        """One tagged statement, its rows (as dicts of upper-case names with ``dicts``)."""
+        for attempt in (1, 2):
+            try:
+                with self.connection().cursor(
+                    pymysql.cursors.DictCursor if dicts else pymysql.cursors.Cursor
+                ) as cur:
+                    cur.execute(TAG + sql, args)
+                    rows: list[Any] = list(cur.fetchall()) if cur.description else []
+            except pymysql.err.OperationalError as exc:
+                if attempt == 2 or not exc.args or exc.args[0] not in LOST:
+                    raise
+                self.close()
+                continue
+            if dicts:
+                return [{str(k).upper(): v for k, v in row.items()} for row in rows]
+            return rows
+        raise AssertionError("unreachable")
+
+    def select_db(self, db: str) -> None:
+        self.connection().select_db(db)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(pymysql.err.Error):
+                self._conn.close()
+            self._conn = None

@@ -51,8 +51,13 @@ class Source(Protocol):
         """The position after everything read so far (JSON)."""
         ...
 
+    def refresh(self, progress: Progress) -> bool:
+        """Look before reading (a followed file notices its rotations); True when that
+        changed the position, which is then committed before the read."""
+        ...
+
     def read(self, progress: Progress) -> Iterator[Text | Classes]:
-        """What is new since the position, advancing it as it goes."""
+        """What is new since the position (after :meth:`refresh`), advancing it as it goes."""
         ...
 
     def close(self) -> None: ...

@@ -13,7 +13,6 @@ its file, so the file and the table give the same classes (docs/design/collect.m
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
 from collections.abc import Iterator
@@ -21,9 +20,9 @@ from typing import Any
 
 import pymysql
 
-from govern.collect.session import open_session, run, server_error
+from govern.collect.session import Session, server_error
 from govern.collect.source import Progress, Text
-from govern.connection import Connection, ConnectionSettings
+from govern.connection import ConnectionSettings
 
 #: Rows that ended this long before the newest one read are read again (late inserts).
 LATENESS = 10.0
@@ -56,7 +55,7 @@ class SlowLogTable:
         self.watermark: str | None = None  # end time of the newest row read
         self.recent: dict[str, int] = {}  # row hash -> times, rows ending near the watermark
         self.rows = 0  # rows read, ever
-        self._conn: Connection | None = None
+        self.session = Session(settings)
 
     def restore(self, saved: dict[str, Any] | None) -> None:
         saved = saved or {}
@@ -68,15 +67,10 @@ class SlowLogTable:
         return {"watermark": self.watermark, "recent": self.recent, "rows": self.rows}
 
     def close(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(pymysql.err.Error):
-                self._conn.close()
-            self._conn = None
+        self.session.close()
 
-    def _connection(self) -> Connection:
-        if self._conn is None or not self._conn.open:
-            self._conn = open_session(self.settings)
-        return self._conn
+    def refresh(self, progress: Progress) -> bool:
+        return False
 
     def read(self, progress: Progress) -> Iterator[Text]:
         try:
@@ -86,10 +80,11 @@ class SlowLogTable:
             raise server_error(exc, "reading mysql.slow_log") from None
 
     def _read(self, progress: Progress) -> Iterator[Text]:
-        conn = self._connection()
-        ((now,),) = run(conn, "SELECT NOW(6)")
+        ((now,),) = self.session.run("SELECT NOW(6)")
         progress.now = now
-        has_affected = bool(run(conn, "SHOW COLUMNS FROM mysql.slow_log LIKE 'rows_affected'"))
+        has_affected = bool(
+            self.session.run("SHOW COLUMNS FROM mysql.slow_log LIKE 'rows_affected'")
+        )
         columns = ", ".join(
             [*_COLUMNS[:-1], "CONVERT(sql_text USING utf8mb4)"]
             + (["rows_affected"] if has_affected else [])
@@ -97,7 +92,7 @@ class SlowLogTable:
         limit = ROWS_PER_QUERY
         while progress.budget > 0:
             before = self.watermark
-            rows = self._fetch(conn, columns, limit)
+            rows = self._fetch(columns, limit)
             entries = self._new_entries(rows, has_affected)
             for start in range(0, len(entries), BATCH):
                 text = b"".join(entries[start : start + BATCH])
@@ -109,7 +104,7 @@ class SlowLogTable:
             limit = limit * 2 if self.watermark == before and not entries else ROWS_PER_QUERY
         progress.caught_up = False
 
-    def _fetch(self, conn: Connection, columns: str, limit: int) -> list[tuple[Any, ...]]:
+    def _fetch(self, columns: str, limit: int) -> list[tuple[Any, ...]]:
         """The rows that ended at or after the watermark minus LATENESS, oldest first."""
         since = None
         if self.watermark is not None:
@@ -120,7 +115,7 @@ class SlowLogTable:
             + " ORDER BY ended, thread_id LIMIT %s"
         )
         args = (since, limit) if since else (limit,)
-        return run(conn, sql, args)
+        return self.session.run(sql, args)
 
     def _new_entries(self, rows: list[tuple[Any, ...]], has_affected: bool) -> list[bytes]:
         """The rows not read before, as log entries; the watermark moved past them."""

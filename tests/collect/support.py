@@ -3,6 +3,7 @@ them with a one-shot ``govern digest`` of the same log."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from govern.collect.checkpoint import Checkpoints
-from govern.collect.collector import Collector, CollectOptions, PollReport
+from govern.collect.collector import CollectOptions, Collector, PollReport
 from govern.collect.files import FollowedLog
 from govern.collect.sink import DirectorySink
 from govern.collect.source import Source
@@ -31,7 +32,7 @@ def records(data: bytes) -> list[bytes]:
         cuts.append(at + 2)
         at = data.find(SEPARATOR, at + 2)
     cuts.append(len(data))
-    return [data[a:b] for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    return [data[a:b] for a, b in itertools.pairwise(cuts) if b > a]
 
 
 def make_collector(
@@ -69,9 +70,15 @@ def bucket_documents(directory: Path) -> list[dict[str, Any]]:
     return [json.loads(path.read_text()) for path in sorted(directory.glob("*.json"))]
 
 
-def merged(directory: Path) -> dict[str, Any]:
-    """Every bucket in ``directory`` merged, as ``govern digest merge`` does."""
-    documents = bucket_documents(directory)
+def merged(directory: Path, collector: Collector | None = None) -> dict[str, Any]:
+    """Every bucket in ``directory`` merged, as ``govern digest merge`` does, with the
+    buckets ``collector`` still has open."""
+    documents = bucket_documents(directory) if directory.is_dir() else []
+    if collector is not None:
+        documents += [
+            json.loads(json.dumps(aggregate.document({}), default=list))
+            for aggregate in collector.open_buckets.values()
+        ]
     assert documents, f"no bucket in {directory}"
     digests = [from_document(document, "bucket") for document in documents]
     return full_document(merge_digests(digests, max_classes=10_000, order_by="Query_time:sum"))
@@ -109,9 +116,9 @@ def events(document: dict[str, Any]) -> int:
 
 
 def assert_same_events(ours: dict[str, Any], expected: dict[str, Any]) -> None:
-    assert ours["totals"] == expected["totals"]
+    assert ours["totals"] == expected["totals"], (ours["totals"], expected["totals"])
     mine, theirs = classes(ours), classes(expected)
-    assert mine.keys() == theirs.keys()
+    assert mine.keys() == theirs.keys(), (mine.keys() - theirs.keys(), theirs.keys() - mine.keys())
     differing = [key for key in theirs if mine[key] != theirs[key]]
     assert not differing, f"{len(differing)} classes differ, e.g. {differing[0]}"
 
@@ -127,3 +134,60 @@ def govern(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         check=False,
         **kwargs,
     )
+
+
+# --- a workload on the test server ------------------------------------------------------------
+
+SETUP = (
+    "CREATE TABLE IF NOT EXISTS collect_users (id INT PRIMARY KEY, name VARCHAR(40),"
+    " country CHAR(2), score DOUBLE, KEY k_country (country))",
+    "CREATE TABLE IF NOT EXISTS collect_orders (id INT AUTO_INCREMENT PRIMARY KEY, user_id INT,"
+    " amount DECIMAL(10,2), at DATETIME, KEY k_user (user_id))",
+)
+
+
+def prepare(conn: Any) -> None:
+    """The workload's tables in ``app``, unbinlogged (a replica must not replay them)."""
+    with conn.cursor() as cur:
+        cur.execute("SET SESSION sql_log_bin = 0")
+        for statement in SETUP:
+            cur.execute(statement)
+        cur.execute("DELETE FROM collect_users")
+        cur.execute("DELETE FROM collect_orders")
+        rows = ", ".join(
+            f"({i}, 'user{i}', '{('GB', 'FR', 'DE', 'ES')[i % 4]}', {i * 1.5})" for i in range(200)
+        )
+        cur.execute(f"INSERT INTO collect_users (id, name, country, score) VALUES {rows}")
+
+
+def workload(conn: Any, rounds: int = 20) -> int:
+    """A mix of reads and writes in the shapes applications send, unbinlogged (run it as
+    root: a replica started later must not replay it); the statements run."""
+    statements = 0
+
+    def run(sql: str, args: Any = None) -> None:
+        nonlocal statements
+        with conn.cursor() as cur:
+            cur.execute(sql, args)
+            cur.fetchall()
+        statements += 1
+
+    run("SET SESSION sql_log_bin = 0")
+    for i in range(rounds):
+        run("SELECT id, name FROM collect_users WHERE id = %s", (i,))
+        run("SELECT id, name FROM collect_users WHERE id IN (%s, %s, %s)", (i, i + 1, i + 2))
+        run("select count(*) from collect_users where country = %s", ("FR",))
+        run(
+            "SELECT u.name, SUM(o.amount) FROM collect_users u JOIN collect_orders o"
+            " ON o.user_id = u.id WHERE u.country = %s GROUP BY u.name ORDER BY 2 DESC LIMIT 5",
+            ("GB",),
+        )
+        run(
+            "INSERT INTO collect_orders (user_id, amount, at) VALUES (%s, %s, NOW()), (%s, %s, NOW())",
+            (i, 10.5, i + 1, -2),
+        )
+        run("UPDATE collect_users SET score = score + 1 WHERE id = %s", (i,))
+        run("DELETE FROM collect_orders WHERE amount < %s AND user_id = %s", (-100, i))
+        run("SELECT * FROM collect_users WHERE name LIKE %s ORDER BY id LIMIT 3", ("user1%",))
+        run("SELECT MAX(score) FROM collect_users WHERE score > %s", (-1.5,))
+    return statements

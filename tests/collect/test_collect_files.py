@@ -4,6 +4,7 @@ rotated files, JSON-wrapped logs; every event counted once, as one digest of the
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import shutil
@@ -177,7 +178,7 @@ def test_backfill_reads_rotated_files_once_oldest_first(tmp_path: Path) -> None:
     data = corpus_log()
     parts = records(data)
     cuts = [0, len(parts) // 4, len(parts) // 2, 3 * len(parts) // 4, len(parts)]
-    pieces = [b"".join(parts[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)]
+    pieces = [b"".join(parts[a:b]) for a, b in itertools.pairwise(cuts)]
     log = tmp_path / "slow.log"
     names = ["slow.log.3.gz", "slow.log.2.gz", "slow.log.1", "slow.log"]
     for age, (name, piece) in enumerate(zip(names, pieces, strict=True)):
@@ -258,9 +259,7 @@ def cloudwatch_lines(data: bytes) -> bytes:
     )
 
 
-@pytest.mark.parametrize(
-    ("wrap", "field"), [(docker_lines, "log"), (cloudwatch_lines, "message")]
-)
+@pytest.mark.parametrize(("wrap", "field"), [(docker_lines, "log"), (cloudwatch_lines, "message")])
 def test_json_wrapped_logs_unwrap_to_the_same_events(tmp_path: Path, wrap, field) -> None:  # type: ignore[no-untyped-def]
     data = corpus_log()
     wrapped = wrap(data)
