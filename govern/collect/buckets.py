@@ -15,26 +15,25 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from govern import units
 from govern.errors import UsageError
 from govern.slowlog import SEPARATOR, normalize_time
 
 _FORMAT = "%Y-%m-%d %H:%M:%S"
 _EPOCH = dt.datetime(1970, 1, 1)
-_WIDTH = re.compile(r"\s*(\d+)\s*(s|m|min|h|d)?\s*")
-_UNIT = {"s": 1, None: 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 #: A ``# Time:`` header line; its value as written (pt reads the first 15 or 19 bytes).
 _TIME_LINE = re.compile(rb"^# Time: ([^\n]{15,19})", re.M)
 
 
 def parse_width(text: str, option: str = "--bucket") -> int:
     """``1h``, ``15m``, ``1d``, ``300`` (seconds): a width that divides a day."""
-    match = _WIDTH.fullmatch(text)
-    if not match:
-        raise UsageError(f"{option} {text}: expected a duration such as 5m, 1h or 1d")
-    seconds = int(match.group(1)) * _UNIT[match.group(2)]
-    if seconds <= 0 or 86400 % seconds:
+    try:
+        seconds = units.parse_duration(text)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+    if seconds < 1 or seconds != int(seconds) or 86400 % int(seconds):
         raise UsageError(f"{option} {text}: must divide a day (1m, 5m, 15m, 1h, 1d …)")
-    return seconds
+    return int(seconds)
 
 
 @dataclass(frozen=True)

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import re
-
 import click
 
+from govern import units
 from govern.cli_options import connection_options, state_option
 from govern.collect.buckets import parse_width
 from govern.connection import ConnectionSettings, resolve_settings
 from govern.errors import UsageError
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-
 
 def parse_duration(text: str, option: str) -> float:
-    """``30s``, ``5m``, ``1h``, ``500ms``; a bare number is seconds."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|min|m|h|d)?\s*", text)
-    if not match:
-        raise UsageError(f"{option} {text}: expected a duration such as 30s, 5m or 1h")
-    return float(match.group(1)) * _UNITS[match.group(2) or "s"]
+    """Seconds (0 allowed) from ``30s``, ``5m``, ``1h``, ``500ms``, or a usage error."""
+    try:
+        return units.parse_duration(text)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
 
 
 @click.command()

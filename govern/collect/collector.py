@@ -119,7 +119,7 @@ class Collector:
             self.checkpoints.unlock()
             raise ConfigError(
                 f"collector {self.checkpoints.collector!r} has {saved.bucket_seconds}s buckets in"
-                f" this state file; keep --bucket {saved.bucket_seconds}s or use another --host label"
+                f" this state file; keep --bucket {saved.bucket_seconds}s or use another --label"
             )
         self.state = saved.state if saved else {"sources": {}}
         self.open_buckets = saved.open_buckets if saved else {}

@@ -6,19 +6,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from govern import __version__
+from govern import __version__, units
 from govern.collect.collector import Collector, PollReport
 from govern.output import info, is_terminal, warn
 
 SCHEMA = "govern.collect"
 SCHEMA_VERSION = 1
-
-
-def size(value: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.1f} {unit}"
-    return f"{value:.0f} B"
 
 
 def poll_lines(report: PollReport) -> list[str]:
@@ -28,10 +21,13 @@ def poll_lines(report: PollReport) -> list[str]:
         if not source.events and not source.behind and not source.bytes:
             continue
         rate = source.events / report.seconds if report.seconds > 0 else 0.0
-        read = f"{source.events:,} events" + (f", {size(source.bytes)}" if source.bytes else "")
+        read = f"{units.count(source.events, 'grouped')} events"
+        if source.bytes:
+            read += f", {units.size(source.bytes)}"
         lines.append(
-            f"{source.label}: {read} in {report.seconds:.1f}s ({rate:,.0f} events/s);"
-            f" at {source.position}; behind {size(source.behind)}"
+            f"{source.label}: {read} in {units.duration(report.seconds, 'clock')}"
+            f" ({units.count(rate, 'grouped')} events/s); at {source.position};"
+            f" behind {units.size(source.behind)}"
             + (f"; bucket {source.floor}" if source.floor else "")
         )
     lines += [f"closed bucket {start}: {where}" for start, where in report.closed]

@@ -104,7 +104,7 @@ def test_plans_of_the_worst_samples_travel_with_their_classes(
     shown = govern("digest", "merge", where, "--no-rules")
     assert shown.returncode == 0, shown.stderr
     assert "EXPLAIN on govern_admin@127.0.0.1" in shown.stdout
-    assert "items ALL 1.0k rows" in shown.stdout
+    assert "items ALL 1,000 rows" in shown.stdout
 
 
 def test_the_explain_session_is_read_only_unlogged_and_time_limited(
