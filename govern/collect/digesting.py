@@ -25,16 +25,25 @@ from govern.digest.aggregate import (
     histogram_index,
     merge,
 )
-from govern.digest.result import Digest, Source, from_document, full_document
+from govern.digest.result import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    Digest,
+    Source,
+    from_document,
+    full_document,
+    state_document,
+)
 from govern.errors import UsageError
-from govern.fingerprint import fingerprint_bytes, query_id
+from govern.fingerprint import decode, fingerprint_bytes, query_id
 
 __all__ = [
+    "Accumulator",
     "Aggregate",
     "ClassFigures",
     "Context",
     "Piece",
-    "digest_text",
+    "aggregate_of",
     "fingerprint",
     "query_id",
 ]
@@ -109,6 +118,81 @@ class Aggregate:
         digest = Digest(partial=self.partial, sources=self.sources, max_classes=self.max_classes)
         return full_document(digest) | {"collect": collect}
 
+    def saved(self) -> dict[str, Any]:
+        """The aggregate as the checkpoint keeps it: a ``govern.digest`` document with only
+        what :meth:`from_document` reads (the exact state, no figures for people), built
+        and written at every poll, so a fraction of a full document's cost."""
+        partial, sources = self.partial, self.sources
+
+        def sample(agg: ClassAgg) -> dict[str, Any] | None:
+            found = agg.sample
+            if found is None:
+                return None
+            return {
+                "query": decode(found.query),
+                "ts": found.ts,
+                "db": found.db,
+                "user": found.user,
+                "host": found.host,
+                "file": sources[found.file].name if found.file < len(sources) else None,
+                "line": found.line,
+                "truncated": found.truncated,
+                "plan": found.plan,
+            }
+
+        def kept(agg: ClassAgg) -> dict[str, Any]:
+            return {
+                "id": query_id(agg.fingerprint),
+                "fingerprint": decode(agg.fingerprint),
+                "count": agg.count,
+                "first_seen": agg.ts_min,
+                "last_seen": agg.ts_max,
+                "flags": {name: {"yes": v[0], "count": v[1]} for name, v in agg.booleans.items()},
+                "values": agg.strings,
+                "servers": agg.servers,
+                "histogram": {"Query_time": agg.histogram},
+                "sample": sample(agg),
+                "state": state_document(agg),
+            }
+
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "inputs": [
+                {
+                    "name": s.name,
+                    "host": s.host,
+                    "bytes": s.bytes,
+                    "compression": s.compression,
+                    "problems": s.problems,
+                }
+                for s in sources
+            ],
+            "options": {"max_classes": self.max_classes},
+            "timeline": {
+                "minutes": [
+                    [minute, events, micro / 1_000_000]
+                    for minute, (events, micro) in partial.minutes.items()
+                ]
+            },
+            "totals": {
+                "events": partial.events,
+                "filtered": partial.filtered,
+                "no_statement": partial.no_statement,
+                "malformed": partial.malformed,
+            },
+            "malformed": [
+                {
+                    "file": sources[bad.file].name if bad.file < len(sources) else None,
+                    "line": bad.line,
+                    "reason": bad.reason,
+                }
+                for bad in partial.malformed_kept
+            ],
+            "classes": [kept(agg) for agg in partial.classes.values()],
+            "other": None if partial.other is None else kept(partial.other),
+        }
+
     @classmethod
     def from_document(cls, document: Any, name: str) -> Aggregate:
         """An aggregate saved with :meth:`document` (a usage error names ``name``)."""
@@ -133,100 +217,142 @@ class Aggregate:
 
 @dataclass
 class Piece:
-    """A digested range: its aggregate, the bytes it used, the context it leaves."""
+    """What digesting a range left: where the reader stopped, its lines and events, and
+    the context it hands to the next range."""
 
-    aggregate: Aggregate
-    end: int  # where the reader stopped (all of the range, for a range of whole records)
+    end: int  # all of the range, for a range of whole records
     newlines: int
+    events: int
     context: Context
 
 
-def digest_text(
-    data: bytes,
-    *,
-    context: Context,
-    host: str | None,
-    name: str,
-    line_base: int = 0,
-    max_classes: int = MAX_CLASSES,
-) -> Piece:
-    """Digest ``data`` (whole records of slow-log text) as the continuation of a log
-    whose reader stopped at ``context``. Samples point at ``name`` and count lines
-    from ``line_base``; classes count per server under the ``host`` label."""
-    if native.available():
-        partial, end, newlines, after = _digest_native(data, context, host, line_base, max_classes)
-    else:
-        partial, end, newlines, after = _digest_python(data, context, host, line_base, max_classes)
-    aggregate = Aggregate(max_classes, partial)
-    aggregate.sources = [Source(name, host, len(data))]
-    return Piece(aggregate, end, newlines, after)
+class Accumulator:
+    """Ranges of slow-log text digested into one bucket, kept merged in the native core
+    until :meth:`finish` turns them into an :class:`Aggregate` once. (Turning a range's
+    classes into Python objects and merging them there costs more than digesting it: the
+    collector does it once per bucket and commit, not once per range.)"""
 
+    def __init__(self, host: str | None, max_classes: int = MAX_CLASSES) -> None:
+        self.host = host
+        self.max_classes = max_classes
+        self.sources: list[Source] = []
+        self._files: dict[str, int] = {}
+        self._merger: Any = None
+        self._partial: Partial | None = None
 
-def _digest_native(
-    data: bytes, context: Context, host: str | None, line_base: int, max_classes: int
-) -> tuple[Partial, int, int, Context]:
-    from govern.digest.engine import EngineOptions
-    from govern.digest.native_total import NativeMerger, run_jobs, run_range
-    from govern.slowlog import SEPARATOR
+    def add(
+        self,
+        data: bytes,
+        low: int = 0,
+        high: int | None = None,
+        *,
+        context: Context,
+        name: str,
+        line_base: int = 0,
+    ) -> Piece:
+        """Digest ``data[low:high]`` (whole records) as the continuation of a log whose
+        reader stopped at ``context``; samples point at ``name``, lines counted from
+        ``line_base``. Nothing is copied: the core reads the buffer in place."""
+        high = len(data) if high is None else high
+        file = self._files.get(name)
+        if file is None:
+            file = self._files[name] = len(self.sources)
+            self.sources.append(Source(name, self.host, 0))
+        self.sources[file].bytes += high - low
+        view: Any = memoryview(data)[:high]  # the reader never runs past ``high``
+        if native.available():
+            return self._add_native(view, low, context, file, line_base)
+        return self._add_python(data[low:high], context, file, line_base)
 
-    merger = NativeMerger(EngineOptions(max_classes=max_classes, server=host))
-    merger.lines[0] = line_base
-    cuts = [0]
-    while len(data) - cuts[-1] > PARALLEL_RANGE:
-        cut = data.find(SEPARATOR, cuts[-1] + PARALLEL_RANGE // 2)
-        if cut < 0:
-            break
-        cuts.append(cut + len(SEPARATOR) - 1)
-    cuts.append(len(data))
-    given = (_bytes(context.ts), _bytes(context.db))
-    first = run_range(data, 0, cuts[1], merger, host, context=given)
-    merger.add(0, 0, host, first, cuts[1])
-    jobs = [
-        (0, 0, host, low, high, False, data, high - low)
-        for low, high in itertools.pairwise(cuts[1:])
-    ]
-    if jobs:
-        run_jobs(iter(jobs), merger, 2, None)
-    ts, db = merger.context()
-    end = merger.reached.get(0, len(data))
-    newlines = merger.lines[0] - line_base
-    total = merger.finish()
-    partial = Partial(ts_seen=True, db_seen=True)
-    for index in range(total.class_count()):
-        agg = total.class_at(index)
-        partial.classes[agg.fingerprint] = agg
-    partial.other = total.other
-    partial.events = total.events
-    partial.filtered = total.filtered
-    partial.no_statement = total.no_statement
-    partial.malformed = total.malformed
-    partial.malformed_kept = total.malformed_kept
-    partial.minutes = total.minutes
-    return partial, end, newlines, Context(_text(ts), _text(db))
+    def _add_native(
+        self, data: Any, low: int, context: Context, file: int, line_base: int
+    ) -> Piece:
+        from govern.digest.engine import EngineOptions
+        from govern.digest.native_total import NativeMerger, run_jobs, run_range
+        from govern.slowlog import SEPARATOR
 
+        if self._merger is None:
+            self._merger = NativeMerger(
+                EngineOptions(max_classes=self.max_classes, server=self.host)
+            )
+        merger, host = self._merger, self.host
+        merger.lines[file] = line_base
+        merger.reached.pop(file, None)  # a new buffer: offsets start again
+        events = merger.total.events
+        # Ranges cut just after a separator's "#", as the runner cuts files: the reader
+        # starts a record there (cut before the "#", every range was read twice).
+        raw = data.obj
+        assert isinstance(raw, bytes)
+        cuts = [low]
+        while len(data) - cuts[-1] > 2 * PARALLEL_RANGE:
+            cut = raw.find(SEPARATOR, cuts[-1] + PARALLEL_RANGE, len(data))
+            if cut < 0:
+                break
+            cuts.append(cut + len(SEPARATOR))
+        cuts.append(len(data))
+        given = (_bytes(context.ts), _bytes(context.db))
+        first = run_range(data, low, cuts[1], merger, host, context=given)
+        merger.add(file, 0, host, first, cuts[1] - low)
+        jobs = [
+            (file, 0, host, low, high, False, data, high - low)
+            for low, high in itertools.pairwise(cuts[1:])
+        ]
+        if jobs:
+            run_jobs(iter(jobs), merger, 2, None)
+        ts, db = merger.context()
+        return Piece(
+            end=merger.reached.get(file, len(data)) - low,
+            newlines=merger.lines[file] - line_base,
+            events=merger.total.events - events,
+            context=Context(_text(ts), _text(db)),
+        )
 
-def _digest_python(
-    data: bytes, context: Context, host: str | None, line_base: int, max_classes: int
-) -> tuple[Partial, int, int, Context]:
-    from govern.digest.engine import Context as EngineContext
-    from govern.digest.engine import EngineOptions, digest_range
+    def _add_python(self, data: bytes, context: Context, file: int, line_base: int) -> Piece:
+        from govern.digest.engine import Context as EngineContext
+        from govern.digest.engine import EngineOptions, digest_range
 
-    result = digest_range(
-        data,
-        0,
-        len(data),
-        at_start=False,
-        options=EngineOptions(max_classes=max_classes, server=host),
-        context=EngineContext(context.ts, context.db, known=True),
-    )
-    partial = result.partial
-    close_runs(partial)
-    partial.shift_lines(line_base, 0)
-    after = Context(
-        partial.last_ts if partial.ts_seen else context.ts,
-        partial.last_db if partial.db_seen else context.db,
-    )
-    return partial, result.end, result.newlines, after
+        result = digest_range(
+            data,
+            0,
+            len(data),
+            at_start=False,
+            file=file,
+            options=EngineOptions(max_classes=self.max_classes, server=self.host),
+            context=EngineContext(context.ts, context.db, known=True),
+        )
+        partial = result.partial
+        close_runs(partial)
+        partial.shift_lines(line_base, file)
+        after = Context(
+            partial.last_ts if partial.ts_seen else context.ts,
+            partial.last_db if partial.db_seen else context.db,
+        )
+        events = partial.events
+        partial.ts_seen = partial.db_seen = True
+        if self._partial is None:
+            self._partial = Partial(ts_seen=True, db_seen=True)
+        merge(self._partial, partial, max_classes=self.max_classes)
+        return Piece(result.end, result.newlines, events, after)
+
+    def finish(self) -> Aggregate:
+        """Everything added, as one aggregate (the accumulator is then spent)."""
+        partial = self._partial or Partial(ts_seen=True, db_seen=True)
+        if self._merger is not None:
+            total = self._merger.finish()
+            for index in range(total.class_count()):
+                agg = total.class_at(index)
+                partial.classes[agg.fingerprint] = agg
+            partial.other = total.other
+            partial.events = total.events
+            partial.filtered = total.filtered
+            partial.no_statement = total.no_statement
+            partial.malformed = total.malformed
+            partial.malformed_kept = total.malformed_kept
+            partial.minutes = total.minutes
+        self._merger = self._partial = None
+        aggregate = Aggregate(self.max_classes, partial)
+        aggregate.sources = self.sources
+        return aggregate
 
 
 def _bytes(value: str | None) -> bytes | None:

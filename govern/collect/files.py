@@ -25,6 +25,7 @@ seconds, or once the server has moved on to a new file.
 from __future__ import annotations
 
 import bz2
+import functools
 import gzip
 import hashlib
 import lzma
@@ -500,12 +501,13 @@ class FollowedLog:
             cut = raw.rfind(SEPARATOR)
             if cut < 0:
                 return None
-            used = cut + len(SEPARATOR) - 1
-            text = raw[:used]
-        chunk = Text(text, tracked.name, tracked.lines)
+            text, used = raw, cut + len(SEPARATOR) - 1
+        counted = functools.partial(_count_lines, tracked, not self.json_field)
+        size = len(text) if self.json_field else used
+        chunk = Text(text, tracked.name, tracked.lines, counted, size)
         tracked.offset += used
-        tracked.lines += text.count(b"\n")
-        tracked.raw_lines += raw.count(b"\n", 0, used) if self.json_field else text.count(b"\n")
+        if self.json_field:
+            tracked.raw_lines += raw.count(b"\n", 0, used)
         reading.budget -= used
         return chunk, used
 
@@ -542,6 +544,14 @@ class FollowedLog:
         except (OSError, EOFError, lzma.LZMAError) as exc:
             reading.problems.append(f"{tracked.name}: corrupt {tracked.compression} data: {exc}")
         self._done(tracked)
+
+
+def _count_lines(tracked: Tracked, plain: bool, lines: int) -> None:
+    """The digest counted the lines of a chunk read from ``tracked`` (of a plain log, the
+    file's lines too; a JSON-wrapped log counts those when it reads them)."""
+    tracked.lines += lines
+    if plain:
+        tracked.raw_lines += lines
 
 
 def _same(tracked: Tracked, found: os.stat_result) -> bool:

@@ -35,7 +35,7 @@ def collect_once(collector: Collector, on_poll: Callable[[PollReport], None]) ->
     reports = []
     idle = 0
     for _ in range(MAX_POLLS):
-        report = collector.poll()
+        report = collector.poll(commit=True)
         reports.append(report)
         on_poll(report)
         if report.caught_up:
@@ -58,14 +58,22 @@ def serve(
     """Poll every ``interval`` seconds until SIGTERM, SIGINT or ``stop``; a failed poll
     (a server away) is reported and tried again at the next one."""
     stop = stop or threading.Event()
-    errors: list[str] = []
 
     def poll() -> None:
         try:
-            on_poll(collector.poll())
+            # A source behind by more than a poll's budget is read on at once, not at the
+            # next tick.
+            while not stop.is_set():
+                report = collector.poll()
+                on_poll(report)
+                if report.caught_up:
+                    break
         except GovernError as exc:
-            errors.append(exc.message)
             info(f"poll failed: {exc.message} (trying again in {interval:g}s)")
+            try:
+                collector.reload()  # what the failed poll read is read again
+            except GovernError as again:
+                info(f"cannot reload the checkpoint: {again.message}")
 
     def on_error(event: JobExecutionEvent) -> None:
         info(f"poll failed inside govern: {event.exception!r}")

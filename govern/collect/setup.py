@@ -14,7 +14,7 @@ from pathlib import Path
 import pymysql
 
 from govern.collect.checkpoint import Checkpoints
-from govern.collect.collector import CollectOptions, Collector
+from govern.collect.collector import COMMIT_EVERY, CollectOptions, Collector
 from govern.collect.explain import Explainer, ExplainOptions
 from govern.collect.files import FollowedLog
 from govern.collect.perfschema import PerformanceSchemaDigests
@@ -44,6 +44,7 @@ class CollectRequest:
     settle: float = 2.0
     state_path: str | None = None
     explain: ExplainOptions | None = None
+    commit_every: float = COMMIT_EVERY  # a service's commits (tests commit every poll)
 
 
 def build_collector(request: CollectRequest) -> tuple[Collector, Explainer | None]:
@@ -80,6 +81,7 @@ def build_collector(request: CollectRequest) -> tuple[Collector, Explainer | Non
         bucket_seconds=request.bucket_seconds,
         close_after=request.close_after,
         on_close=explainer,
+        commit_every=request.commit_every,
     )
     store = StateStore.open(request.state_path)
     collector = Collector(

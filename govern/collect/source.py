@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -14,9 +14,16 @@ from govern.collect.digesting import Aggregate
 class Text:
     """Whole records of slow-log text a source read, from one input."""
 
-    data: bytes
+    data: bytes  # the text is ``data[:size]`` (a read's unfinished tail stays out, uncopied)
     name: str  # the input, as samples name it
     line_base: int = 0
+    #: Told the lines of the text once it is digested (the digest counts them anyway).
+    lines_read: Callable[[int], None] | None = None
+    size: int = -1  # -1: all of ``data``
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            self.size = len(self.data)
 
 
 @dataclass

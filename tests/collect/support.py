@@ -49,7 +49,9 @@ def make_collector(
         sources,
         DirectorySink(tmp / "buckets"),
         Checkpoints(store, label),
-        CollectOptions(host=label, bucket_seconds=bucket, close_after=close_after, **options),
+        CollectOptions(
+            host=label, bucket_seconds=bucket, close_after=close_after, commit_every=0, **options
+        ),
     )
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.collect.support import govern, one_shot, records
 from tests.harness import MariaDB
-from tests.paths import SLOWLOGS
+from tests.paths import REPO, SLOWLOGS
 
 
 def base(tmp_path: Path) -> list[str]:
@@ -115,6 +115,8 @@ def test_once_json_is_the_govern_collect_document(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
+    assert documented_fields("govern.collect") == set(document)
+    assert documented_fields("govern.collect", "sources[]") == set(document["sources"][0])
     assert document["schema"] == "govern.collect"
     assert document["schema_version"] == 1
     assert document["host"] == "db/1"
@@ -154,6 +156,24 @@ def test_once_json_is_the_govern_collect_document(tmp_path: Path) -> None:
         "govern: error: collector 'db/1' has 60s buckets in this state file; keep --bucket 60s"
         " or use another --label"
     ]
+
+
+def documented_fields(schema: str, row: str | None = None) -> set[str]:
+    """The fields docs/json.md lists for ``schema`` (or, with ``row``, inside that row)."""
+    import re
+
+    text = (REPO / "docs" / "json.md").read_text()
+    section = text.split(f"## `{schema}` version 1", 1)[1].split("\n## ", 1)[0]
+    names: set[str] = set()
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        cells = line.split("|")
+        if row is None:
+            names.update(re.findall(r"`([a-z_0-9]+)(?:\[\])?`", cells[1]))
+        elif f"`{row}`" in cells[1]:
+            names.update(re.findall(r"`([a-z_0-9]+)`", cells[3]))
+    return names
 
 
 def test_the_service_finishes_its_poll_on_sigterm(tmp_path: Path) -> None:

@@ -110,6 +110,7 @@ def serve_in_a_child(folder: Path, log: Path, polls: Path) -> int:
             close_after=3650 * 86400,
             settle=3600,
             state_path=str(folder / "state.db"),
+            commit_every=0,  # every poll commits: the kills land between and in commits
         )
         collector, _ = build_collector(request)
         with collector, polls.open("a") as done:
