@@ -77,8 +77,7 @@ class Checkpoints:
             "SELECT start, document FROM collect_open_buckets WHERE collector = ? ORDER BY start",
             (self.collector,),
         ):
-            name = f"{self.store.path}: open bucket {start} of {self.collector}"
-            saved.open_buckets[start] = Aggregate.from_document(json.loads(document), name)
+            saved.open_buckets[start] = Aggregate.from_saved(json.loads(document))
         return saved
 
     def commit(

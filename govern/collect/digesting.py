@@ -25,16 +25,9 @@ from govern.digest.aggregate import (
     histogram_index,
     merge,
 )
-from govern.digest.result import (
-    SCHEMA,
-    SCHEMA_VERSION,
-    Digest,
-    Source,
-    from_document,
-    full_document,
-    state_document,
-)
-from govern.errors import UsageError
+from govern.digest.document import SCHEMA, SCHEMA_VERSION, full_document, state_document
+from govern.digest.merge import partial_of
+from govern.digest.result import Digest, Source
 from govern.fingerprint import decode, fingerprint_bytes, query_id
 
 __all__ = [
@@ -112,15 +105,16 @@ class Aggregate:
         return len(self.sources) - 1
 
     # --- documents ---------------------------------------------------------------------
-    def document(self, collect: dict[str, Any]) -> dict[str, Any]:
-        """The ``govern.digest`` document of this aggregate with a ``collect`` member
-        (docs/json.md): ``govern digest merge`` reads it like any saved digest."""
+    def document(self, collect: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The ``govern.digest`` document of this aggregate, with a bucket's ``collect``
+        member (docs/json.md): ``govern digest merge`` reads it like any saved digest."""
         digest = Digest(partial=self.partial, sources=self.sources, max_classes=self.max_classes)
-        return full_document(digest) | {"collect": collect}
+        document = full_document(digest)
+        return document if collect is None else document | {"collect": collect}
 
     def saved(self) -> dict[str, Any]:
         """The aggregate as the checkpoint keeps it: a ``govern.digest`` document with only
-        what :meth:`from_document` reads (the exact state, no figures for people), built
+        what :meth:`from_saved` reads (the exact state, no figures for people), built
         and written at every poll, so a fraction of a full document's cost."""
         partial, sources = self.partial, self.sources
 
@@ -191,16 +185,16 @@ class Aggregate:
             ],
             "classes": [kept(agg) for agg in partial.classes.values()],
             "other": None if partial.other is None else kept(partial.other),
+            "unreported": [],
         }
 
     @classmethod
-    def from_document(cls, document: Any, name: str) -> Aggregate:
-        """An aggregate saved with :meth:`document` (a usage error names ``name``)."""
-        digest = from_document(document, name)
-        assert isinstance(digest.partial, Partial)
-        aggregate = cls(digest.max_classes, digest.partial)
+    def from_saved(cls, document: dict[str, Any]) -> Aggregate:
+        """An aggregate as :meth:`saved` left it."""
+        partial, sources = partial_of(document)
+        aggregate = cls(document["options"]["max_classes"], partial)
         aggregate.partial.ts_seen = aggregate.partial.db_seen = True
-        aggregate.sources = digest.sources
+        aggregate.sources = sources
         return aggregate
 
     # --- what EXPLAIN reads and writes ----------------------------------------------------
@@ -455,9 +449,3 @@ def _class_of(figures: ClassFigures, host: str | None) -> ClassAgg:
 def fingerprint(statement: bytes) -> bytes:
     """pt-query-digest's fingerprint of one statement."""
     return fingerprint_bytes(statement)
-
-
-def check_document(document: Any, name: str) -> None:
-    """Refuse a file that is not a collected bucket (``govern.digest`` with ``collect``)."""
-    if not isinstance(document, dict) or not isinstance(document.get("collect"), dict):
-        raise UsageError(f"{name}: not a bucket written by govern collect")

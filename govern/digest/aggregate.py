@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from govern import sketch
 from govern.digest.ordering import rank
@@ -125,6 +126,7 @@ class Sample:
     truncated: bool = False
     unknown_ts: bool = False  # inherits the ts of the previous part (settled on merge)
     unknown_db: bool = False
+    plan: dict[str, Any] | None = None  # EXPLAIN of the sample (govern collect --explain-on)
 
 
 @dataclass(slots=True)

@@ -55,7 +55,7 @@ def _sample(c: _Class) -> dict[str, Any] | None:
     sample, sources = c.agg.sample, c.digest.sources
     if sample is None:
         return None
-    return {
+    found = {
         "query": decode(sample.query),
         "query_time": round(sample.query_time / 1_000_000, 6),
         "ts": sample.ts,
@@ -66,6 +66,9 @@ def _sample(c: _Class) -> dict[str, Any] | None:
         "line": sample.line,
         "truncated": sample.truncated,
     }
+    if sample.plan is not None:  # govern collect's EXPLAIN (docs/collect.md)
+        found["plan"] = sample.plan
+    return found
 
 
 def _by_count(counts: dict[str, int]) -> dict[str, int]:

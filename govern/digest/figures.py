@@ -24,6 +24,13 @@ def number(micro: float, decimal: bool) -> float | int:
     return round(micro / 1_000_000)
 
 
+def sketched(metric: Metric) -> bool:
+    """The sketch holds every value, so percentiles can be read. (Statistics tables give
+    some classes sums only: govern collect's Performance Schema source without MySQL 8's
+    histogram table.)"""
+    return bool(metric.count) and sum(metric.buckets.values()) == metric.count
+
+
 def metric_figures(metric: Metric) -> dict[str, Any]:
     figures: dict[str, Any] = {
         "count": metric.count,
@@ -32,7 +39,7 @@ def metric_figures(metric: Metric) -> dict[str, Any]:
         "max": number(metric.high, metric.decimal),
         "avg": round(metric.total / metric.count / 1_000_000, 6) if metric.count else None,
     }
-    values = metric.quantiles(QUANTILE_LEVELS) if metric.count else [None] * len(QUANTILES)
+    values = metric.quantiles(QUANTILE_LEVELS) if sketched(metric) else [None] * len(QUANTILES)
     for (name, _), value in zip(QUANTILES, values, strict=True):
         figures[name] = None if value is None else number(value, metric.decimal)
     return figures
@@ -54,7 +61,7 @@ def rows_per_statement(agg: ClassAgg) -> dict[str, Any] | None:
         return {
             "source": source,
             "avg": round(metric.total / metric.count / 1_000_000, 3),
-            "median": number(metric.quantile(0.5), False),
+            "median": number(metric.quantile(0.5), False) if sketched(metric) else None,
             "max": number(metric.high, False),
         }
     return None

@@ -32,7 +32,7 @@ def merge_reports(reports: Sequence[Report], *, max_classes: int, order_by: str)
                 f"{report.path}: a {report.producer} digest cannot be merged: it keeps no "
                 "mergeable state (merge digests saved by govern digest --format json)"
             )
-        part, saved = _partial(document)
+        part, saved = partial_of(document)
         part.shift_files(len(sources))
         part.ts_seen = part.db_seen = True
         merge(total, part, max_classes=max_classes)
@@ -47,7 +47,9 @@ def merge_reports(reports: Sequence[Report], *, max_classes: int, order_by: str)
     )
 
 
-def _partial(document: Mapping[str, Any]) -> tuple[Partial, list[Source]]:
+def partial_of(document: Mapping[str, Any]) -> tuple[Partial, list[Source]]:
+    """A checked document's classes as aggregates, and its inputs (also how govern collect
+    reads back the open buckets of its checkpoint)."""
     sources = [
         Source(
             name=item["name"],
@@ -119,6 +121,7 @@ def _class(item: Mapping[str, Any], names: dict[str, int], other: bool = False) 
             file=names.get(sample["file"], 0),
             line=sample["line"],
             truncated=sample["truncated"],
+            plan=sample.get("plan"),
         )
     return agg
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from govern import units
 from govern.digest.timeline import Timeline
 
 
@@ -64,6 +65,23 @@ class SampleQuery:
     file: str | None = None
     line: int | None = None
     truncated: bool = False
+    plan: Mapping[str, Any] | None = None  # govern collect's EXPLAIN (json.md, sample.plan)
+
+    def plan_line(self) -> str | None:
+        """``EXPLAIN on SERVER: t1 ALL 1,000 rows; t2 ref key idx 3 rows`` (None: no plan)."""
+        if not self.plan:
+            return None
+        parts = []
+        for table in self.plan.get("tables") or ():
+            part = f"{table.get('table')} {table.get('access') or '?'}"
+            if table.get("key"):
+                part += f" key {table['key']}"
+            if table.get("rows") is not None:
+                part += f" {units.count(table['rows'], 'grouped')} rows"
+            parts.append(part)
+        shown = "; ".join(parts) or "no table"
+        explained = " (as a SELECT)" if self.plan.get("as_select") else ""
+        return f"EXPLAIN{explained} on {self.plan.get('server', '?')}: {shown}"
 
     def attributes(self) -> dict[str, Any]:
         """What is known about the event besides its text."""
@@ -195,6 +213,7 @@ class ReportClass:
                 sample["file"],
                 sample["line"],
                 sample["truncated"],
+                sample.get("plan"),
             ),
             runs=ConnectionRuns(
                 runs["calls"],

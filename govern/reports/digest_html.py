@@ -320,6 +320,7 @@ def _class_section(digest: Report, cls: ReportClass, rank: int, *, open: bool) -
             tag("h3", "Sample"),
             note(attributes) if attributes else None,
             code(cls.sample.query),
+            note(cls.sample.plan_line()) if cls.sample.plan else None,
         ]
     if cls.findings:
         body.append(tag("h3", "Findings"))

@@ -11,7 +11,6 @@ from govern.reports import (
     figure,
     finding_ids,
     metric_order,
-    plan_line,
     rules_lines,
     summary_lines,
     top_values,
@@ -125,7 +124,7 @@ def render(report: Report, stream: IO[str], top: int | None = 20) -> None:
                 query = query[:4000] + " /* … */"
             fence = "````" if "```" in query else "```"
             write(f"{fence}sql\n{query}\n{fence}\n")
-            plan = plan_line(sample.get("plan"))
+            plan = sample.plan_line()
             if plan:
                 write(f"\n{plan}\n")
         write("\n</details>\n")

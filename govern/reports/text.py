@@ -162,6 +162,9 @@ def _render_class(out: Any, rank: int, item: ReportClass) -> None:
         out.print(f"  worst sample ({units.duration(sample.query_time, 'compact')}{where}{when}):")
         query = sample.query + (" /* … truncated */" if sample.truncated else "")
         out.print("    " + escape(_short(query, 2000)))
+        plan = sample.plan_line()
+        if plan:
+            out.print("    " + escape(plan))
 
 
 def _sparkline(histogram: list[tuple[str, int]]) -> str:

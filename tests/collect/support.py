@@ -16,8 +16,11 @@ from govern.collect.collector import CollectOptions, Collector, PollReport
 from govern.collect.files import FollowedLog
 from govern.collect.sink import DirectorySink
 from govern.collect.source import Source
-from govern.digest.result import from_document, full_document, merge_digests
-from govern.digest.runner import DigestOptions, digest_bytes, digest_paths
+from govern.digest.document import full_document
+from govern.digest.load import read_report
+from govern.digest.merge import merge_reports
+from govern.digest.options import DigestOptions
+from govern.digest.runner import digest_bytes, digest_paths
 from govern.slowlog import SEPARATOR
 from govern.state import StateStore
 
@@ -78,12 +81,12 @@ def merged(directory: Path, collector: Collector | None = None) -> dict[str, Any
     documents = bucket_documents(directory) if directory.is_dir() else []
     if collector is not None:
         documents += [
-            json.loads(json.dumps(aggregate.document({}), default=list))
+            json.loads(json.dumps(aggregate.document(), default=list))
             for aggregate in collector.open_buckets.values()
         ]
     assert documents, f"no bucket in {directory}"
-    digests = [from_document(document, "bucket") for document in documents]
-    return full_document(merge_digests(digests, max_classes=10_000, order_by="Query_time:sum"))
+    reports = [read_report(document, f"bucket {n}") for n, document in enumerate(documents)]
+    return full_document(merge_reports(reports, max_classes=10_000, order_by="Query_time:sum"))
 
 
 def one_shot(paths: list[Path] | bytes, label: str = LABEL) -> dict[str, Any]:

@@ -90,7 +90,7 @@ def test_plans_of_the_worst_samples_travel_with_their_classes(
         "errors": [document["collect"]["explain"]["errors"][0]],
     }
     assert "doesn't exist" in document["collect"]["explain"]["errors"][0]
-    plans = {item["fingerprint"]: item["sample"]["plan"] for item in document["classes"]}
+    plans = {item["fingerprint"]: item["sample"].get("plan") for item in document["classes"]}
     scan = plans["select * from items where note = ?"]
     assert scan["tables"] == [{"table": "items", "access": "ALL", "key": None, "rows": 1000}]
     assert scan["server"] == replica_settings(replica_table).describe()
@@ -105,6 +105,12 @@ def test_plans_of_the_worst_samples_travel_with_their_classes(
     assert shown.returncode == 0, shown.stderr
     assert "EXPLAIN on govern_admin@127.0.0.1" in shown.stdout
     assert "items ALL 1,000 rows" in shown.stdout
+    markdown = govern("digest", "merge", where, "--no-rules", "--format", "md")
+    assert "items ALL 1,000 rows" in markdown.stdout, markdown.stderr
+    page = tmp_path / "page.html"
+    html = govern("digest", "merge", where, "--no-rules", "--format", "html", "-o", str(page))
+    assert html.returncode == 0, html.stderr
+    assert "items ALL 1,000 rows" in page.read_text()
 
 
 def test_the_explain_session_is_read_only_unlogged_and_time_limited(

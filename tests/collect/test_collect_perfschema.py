@@ -25,7 +25,8 @@ from govern.collect.perfschema import (
     statement_of,
 )
 from govern.connection import ConnectionSettings, resolve_settings
-from govern.digest.result import Digest, full_document
+from govern.digest.document import full_document
+from govern.digest.result import Digest
 from govern.fingerprint import fingerprint, query_id
 from tests.collect.support import make_collector, merged, one_shot, prepare, workload
 from tests.digest.slowlogs import recording
