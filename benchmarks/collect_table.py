@@ -110,16 +110,19 @@ def fill(server: MariaDB, rows: int) -> None:
     conn.close()
 
 
-def read_all(server: MariaDB) -> None:
+def table_source(server: MariaDB) -> SlowLogTable:
     settings = resolve_settings(defaults_file=str(server.defaults_file("govern_admin")), environ={})
     source = SlowLogTable(settings)
     source.restore(None)
+    return source
+
+
+def read_all(server: MariaDB, source: SlowLogTable) -> None:
     before_cpu, began = server_cpu(server), time.perf_counter()
     progress = Progress(budget=1 << 40)
     texts = sum(len(text.data) for text in source.read(progress))
     seconds = time.perf_counter() - began
     cpu = server_cpu(server) - before_cpu
-    source.close()
     print(
         f"read: {source.rows:,} rows ({texts / 1e6:,.0f} MB of log text) in {seconds:.1f} s,"
         f" {source.rows / seconds:,.0f} rows/s; the server spent {cpu:.1f} CPU-s"
@@ -127,7 +130,12 @@ def read_all(server: MariaDB) -> None:
 
 
 def workload(
-    server: MariaDB, clients: int, seconds: float, collector: bool, every: float = 5.0
+    server: MariaDB,
+    source: SlowLogTable,
+    clients: int,
+    seconds: float,
+    collector: bool,
+    every: float = 5.0,
 ) -> None:
     admin: Any = server.connect()
     with admin.cursor() as cur:
@@ -147,9 +155,6 @@ def workload(
         conn.close()
 
     polls = [0]
-    settings = resolve_settings(defaults_file=str(server.defaults_file("govern_admin")), environ={})
-    source = SlowLogTable(settings)
-    source.restore(None)
     if collector:
         list(source.read(Progress(budget=1 << 40)))  # caught up before the clock starts
 
@@ -169,7 +174,6 @@ def workload(
     for thread in threads:
         thread.join()
     cpu = server_cpu(server) - cpu
-    source.close()
     queries = sum(counts)
     with admin.cursor() as cur:
         cur.execute("SET GLOBAL slow_query_log = OFF")
@@ -181,12 +185,9 @@ def workload(
     )
 
 
-def poll_cost(server: MariaDB, polls: int = 3) -> None:
-    """What one poll costs the server when nothing is new: a scan of the whole table."""
-    settings = resolve_settings(defaults_file=str(server.defaults_file("govern_admin")), environ={})
-    source = SlowLogTable(settings)
-    source.restore(None)
-    list(source.read(Progress(budget=1 << 40)))
+def poll_cost(server: MariaDB, source: SlowLogTable, polls: int = 3) -> None:
+    """What one poll costs the server when nothing is new (``source`` is caught up): a
+    scan of the whole table."""
     conn: Any = server.connect()
     with conn.cursor() as cur:
         cur.execute("SELECT COUNT(*) FROM mysql.slow_log")
@@ -196,7 +197,6 @@ def poll_cost(server: MariaDB, polls: int = 3) -> None:
     for _ in range(polls):
         list(source.read(Progress(budget=1 << 40)))
     cpu, seconds = (server_cpu(server) - cpu) / polls, (time.perf_counter() - began) / polls
-    source.close()
     print(
         f"a poll with nothing new, {rows:,} rows in the table: {seconds:.2f} s,"
         f" {cpu:.2f} server CPU-s ({cpu / rows * 1e6:.1f} µs per row scanned)"
@@ -218,10 +218,12 @@ def main() -> None:
         server.start()
         print(f"load average: {os.getloadavg()[0]:.2f}")
         fill(server, args.rows)
-        read_all(server)
-        poll_cost(server)
-        workload(server, args.clients, args.seconds, collector=False)
-        workload(server, args.clients, args.seconds, collector=True, every=args.every)
+        source = table_source(server)  # one collector's source throughout: caught up once
+        read_all(server, source)
+        poll_cost(server, source)
+        workload(server, source, args.clients, args.seconds, collector=False)
+        workload(server, source, args.clients, args.seconds, collector=True, every=args.every)
+        source.close()
         print(f"load average: {os.getloadavg()[0]:.2f}")
     finally:
         server.destroy()

@@ -4,8 +4,8 @@ Everything ``govern collect`` asks of the digest code goes through here: digest 
 range of slow-log text with the context pt's reader inherits (the last ``# Time:``
 and ``use db`` before it), keep a bucket's classes as one mergeable
 :class:`Aggregate`, turn it into a ``govern.digest`` document and back, and build a
-class from counters (Performance Schema). The digest library is being reshaped on
-other branches; this module is the only place that has to follow it.
+class from counters (Performance Schema). When the digest library changes, this
+module is the only place of govern.collect that has to follow it.
 """
 
 from __future__ import annotations
