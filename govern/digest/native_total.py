@@ -289,7 +289,8 @@ def _class(figures: ClassFigures) -> ClassAgg:
         ClassAgg,
         figures,
         metrics={name: _build(Metric, m) for name, m in figures.metrics.items()},
-        sample=None if sample is None else _build(Sample, sample),
+        # The core never has a plan: govern collect adds its EXPLAIN after the digest.
+        sample=None if sample is None else _build(Sample, sample, plan=None),
         runs=_build(Runs, figures.runs),
         single_runs=_build(Runs, figures.single_runs),
         fit=_build(Fit, figures.fit),
