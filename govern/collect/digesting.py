@@ -37,8 +37,6 @@ __all__ = [
     "Context",
     "Piece",
     "aggregate_of",
-    "fingerprint",
-    "query_id",
 ]
 
 #: Classes kept per bucket, as ``govern digest --max-classes``; further ones fold into "other".
@@ -444,8 +442,3 @@ def _class_of(figures: ClassFigures, host: str | None) -> ClassAgg:
             line=0,
         )
     return agg
-
-
-def fingerprint(statement: bytes) -> bytes:
-    """pt-query-digest's fingerprint of one statement."""
-    return fingerprint_bytes(statement)
