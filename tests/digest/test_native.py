@@ -164,16 +164,18 @@ def test_bad_query_time_is_counted_and_bad_utf8_kept_as_escapes() -> None:
 
 def test_figures_have_the_fields_of_the_python_model() -> None:
     """Each figures class of the core has exactly the fields of its aggregate.py twin:
-    native_total.py builds one from the other by name."""
-    for figures, model in [
-        (_native.ClassFigures, ClassAgg),
-        (_native.MetricFigures, Metric),
-        (_native.SampleFigures, Sample),
-        (_native.RunsFigures, Runs),
-        (_native.FitFigures, Fit),
+    native_total.py builds one from the other by name. (A sample's plan is govern
+    collect's EXPLAIN, never the core's: native_total.py gives None.)"""
+    for figures, model, not_from_core in [
+        (_native.ClassFigures, ClassAgg, set()),
+        (_native.MetricFigures, Metric, set()),
+        (_native.SampleFigures, Sample, {"plan"}),
+        (_native.RunsFigures, Runs, set()),
+        (_native.FitFigures, Fit, set()),
     ]:
         exposed = {name for name in vars(figures) if not name.startswith("_")}
-        assert exposed == {f.name for f in dataclasses.fields(model)}, figures.__name__
+        fields = {f.name for f in dataclasses.fields(model)} - not_from_core
+        assert exposed == fields, figures.__name__
 
 
 def test_every_figure_crosses_the_boundary() -> None:
