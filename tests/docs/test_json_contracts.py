@@ -186,6 +186,16 @@ def test_every_contract_is_kept_by_a_document_govern_prints(
         printed("schedule", "run", str(catalog), "--state", state, "--json"),
         printed("schedule", "history", str(catalog), "--state", state, "--json"),
         printed("schedule", "simulate", str(catalog), "--state", state, "--json"),
+        printed(
+            "collect",
+            str(EXAMPLE_LOG),
+            "--to",
+            str(tmp_path / "buckets"),
+            "--state",
+            str(tmp_path / "collect.db"),
+            "--once",
+            "--json",
+        ),
     ]
 
     seen = {d.get("schema", "SARIF") for d in documents}
