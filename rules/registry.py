@@ -1,37 +1,22 @@
-"""The catalog's index: rule IDs to classes, and selection by ID or prefix."""
+"""Selection over the catalog: rule IDs to classes, by ID or prefix."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from govern.rules.base import Rule
+from govern.rules.catalog import RULES
 
-_RULES: dict[str, type[Rule]] = {}
-_ID = re.compile(r"^[A-Z]+[0-9]{3}$")
-
-
-def register(cls: type[Rule]) -> type[Rule]:
-    """Class decorator: add a rule to the catalog (IDs are unique and never reused)."""
-    if not _ID.match(cls.id):
-        raise ValueError(f"rule ID {cls.id!r} must look like QC001")
-    if cls.id in _RULES and _RULES[cls.id] is not cls:
-        raise ValueError(f"rule ID {cls.id} registered twice")
-    _RULES[cls.id] = cls
-    return cls
+_BY_ID: dict[str, type[Rule]] = {rule.id: rule for rule in RULES}
 
 
 def all_rules() -> list[type[Rule]]:
-    """Every rule, ordered by family then number (QC, BATCH, META)."""
-    import govern.rules.catalog  # noqa: F401  (registers the rules)
-
-    order = {"QC": 0, "BATCH": 1, "META": 2}
-    return sorted(_RULES.values(), key=lambda r: (order.get(r.id.rstrip("0123456789"), 9), r.id))
+    """Every rule, in catalog order (query cache, batching, meta)."""
+    return list(RULES)
 
 
 def get_rule(rule_id: str) -> type[Rule] | None:
-    all_rules()
-    return _RULES.get(rule_id.upper())
+    return _BY_ID.get(rule_id.upper())
 
 
 def matches(selector: str, rule_id: str) -> bool:
@@ -52,8 +37,7 @@ def parse_selectors(values: Iterable[str], option: str) -> list[str]:
 
 
 def unknown_selectors(selectors: Iterable[str]) -> list[str]:
-    ids = [r.id for r in all_rules()]
-    return [s for s in selectors if not any(matches(s, rule_id) for rule_id in ids)]
+    return [s for s in selectors if not any(matches(s, rule.id) for rule in RULES)]
 
 
 def select(selected: Iterable[str] | None, ignored: Iterable[str]) -> list[type[Rule]]:
@@ -62,6 +46,6 @@ def select(selected: Iterable[str] | None, ignored: Iterable[str]) -> list[type[
     ignore = list(ignored)
     return [
         rule
-        for rule in all_rules()
+        for rule in RULES
         if any(matches(s, rule.id) for s in chosen) and not any(matches(s, rule.id) for s in ignore)
     ]

@@ -7,6 +7,8 @@ digest rules.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -52,6 +54,36 @@ def _examples() -> list[tuple[str, str, int, Example]]:
             for number, example in enumerate(examples, start=1):
                 cases.append((rule.id, kind, number, example))
     return cases
+
+
+def test_each_rule_lives_in_the_module_its_id_names() -> None:
+    """QC001 is govern.rules.catalog.qc001, and that module defines no other rule."""
+    import inspect
+
+    from govern.rules.base import Rule
+
+    assert [rule.__module__ for rule in all_rules()] == [
+        f"govern.rules.catalog.{rule_id.lower()}" for rule_id in STABLE_IDS
+    ]
+    for rule in all_rules():
+        module = inspect.getmodule(rule)
+        defined = [
+            value
+            for value in vars(module).values()
+            if inspect.isclass(value)
+            and issubclass(value, Rule)
+            and value.__module__ == module.__name__
+        ]
+        assert defined == [rule], module
+
+
+def test_catalog_files_are_all_listed() -> None:
+    """A rule module missing from the explicit list would never run: none is."""
+    from govern.rules import catalog
+
+    folder = Path(catalog.__file__).parent
+    modules = sorted(p.stem for p in folder.glob("*.py") if any(c.isdigit() for c in p.stem))
+    assert modules == sorted(rule_id.lower() for rule_id in STABLE_IDS)
 
 
 def test_ids_are_stable_and_unique() -> None:
