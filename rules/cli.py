@@ -41,7 +41,7 @@ def _wants_server(target: str | None) -> bool:
 @click.option(
     "--severity",
     type=click.Choice([s.value for s in Severity]),
-    help="Report and fail only at or above this severity [default: info, or the config's].",
+    help="Report and fail only at or above this severity [default: warning, or the config's].",
 )
 @format_option("text", "json", "sarif", "github")
 @click.option(

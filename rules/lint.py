@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 SCHEMA = "govern.lint"
 SCHEMA_VERSION = 1
+#: Findings below it are counted, not shown, and do not fail the run: ``info`` is what a
+#: build must not fail on, such as a statement govern's grammar could not analyse.
+DEFAULT_THRESHOLD = Severity.WARNING
 _GLOB_CHARS = set("*?[")
 _SKIPPED_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox"}
 
@@ -299,7 +302,7 @@ def _report(
     ran: set[str] = set()
     targets: set[str] = set()
     for result, ruleset, config in results:
-        threshold = options.severity or config.severity or Severity.INFO
+        threshold = options.severity or config.severity or DEFAULT_THRESHOLD
         thresholds.add(threshold)
         if ruleset is not None:
             skipped.update(ruleset.skipped)
@@ -329,7 +332,7 @@ def _report(
         suppressed=sum(r.suppressed for r, _, _ in results),
         baselined=baselined,
         below_threshold=below,
-        threshold=min(thresholds, key=lambda s: s.rank) if thresholds else Severity.INFO,
+        threshold=min(thresholds, key=lambda s: s.rank) if thresholds else DEFAULT_THRESHOLD,
         targets=sorted(targets),
         skipped_rules={k: v for k, v in skipped.items() if k not in ran},
         rules_run=sorted(ran),

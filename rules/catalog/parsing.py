@@ -163,6 +163,11 @@ def server_parsed(stats: Mapping[str, Any]) -> bool:
     )
 
 
+def grammar_problem(statement: Statement) -> tuple[str, int] | None:
+    """Why sqlglot cannot follow ``statement`` and where (see sqlglot_error); None if it can."""
+    return None if grammar_accepts(statement) else sqlglot_error(statement)
+
+
 def grammar_accepts(statement: Statement) -> bool:
     """sqlglot's verdict on the statement's normalised shape, cached by that shape."""
     key = normalized(statement)
@@ -180,13 +185,14 @@ def _parses(text: str) -> bool:
 
     try:
         sqlglot.parse(text, read="mysql")
-    except (ParseError, TokenError):
+    except (ParseError, TokenError, RecursionError):
         return False
     return True
 
 
 def sqlglot_error(statement: Statement) -> tuple[str, int] | None:
-    """(message, character offset in the source) of sqlglot's parse error, or None."""
+    """Where sqlglot stops reading the statement, in the user's words, and the character
+    offset in the source; None if it reads it."""
     import sqlglot
     from sqlglot.errors import ParseError, TokenError
 
@@ -195,15 +201,28 @@ def sqlglot_error(statement: Statement) -> tuple[str, int] | None:
         sqlglot.parse(text, read="mysql")
     except ParseError as exc:
         detail = exc.errors[0] if exc.errors else {}
-        description = str(detail.get("description") or "syntax error")
         line = int(detail.get("line") or 1)
         column = int(detail.get("col") or 1)
         offset = _offset(text, line, column) + statement.start
-        near = str(detail.get("highlight") or "").strip()
-        return (f"{description} near {near!r}" if near else description), offset
-    except TokenError as exc:
-        return str(exc).splitlines()[0], statement.start
+        near = " ".join(str(detail.get("highlight") or "").split())
+        return _in_words(str(detail.get("description") or ""), near), offset
+    except TokenError:
+        return "it cannot split the statement into words", statement.start
+    except RecursionError:
+        return "it is nested too deeply for the parser", statement.start
     return None
+
+
+def _in_words(description: str, near: str) -> str:
+    """sqlglot's description ("Required keyword: 'this' missing for <class …>", "Invalid
+    expression / Unexpected token", "Expecting )") as what was expected where."""
+    at = f" at {near!r}" if near else ""
+    expecting = re.match(r"Expect(?:ing|ed) (.+?)(?:\.|$)", description)
+    if expecting and "<class" not in description:
+        return f"it expected {expecting.group(1)}{at}"
+    if description.startswith("Required keyword"):
+        return f"an expression is incomplete{at}"
+    return f"unexpected {near!r}" if near else "it does not know this construct"
 
 
 def _offset(text: str, line: int, column: int) -> int:

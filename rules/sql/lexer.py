@@ -5,10 +5,13 @@ there, comments must keep their positions, ``%s`` placeholders must not fail),
 and one compiled regex is several times faster than a full parse. Tokens keep
 their character offsets so findings point at ``file:line:column``.
 
-MySQL rules followed: ``--`` starts a comment only when followed by whitespace;
-``#`` starts a comment; ``/*!NNNNN … */`` and MariaDB's ``/*M!NNNNN … */`` are
-executable comments whose contents are code; strings take backslash escapes and
-doubled quotes; ``DELIMITER xx`` at the start of a line is a client command.
+MySQL rules followed: ``--`` starts a comment only when followed by whitespace,
+or anywhere at the start of a line (the mysql client skips such lines: ``--DROP
+INDEX i`` is never sent); ``#`` starts a comment; ``/*!NNNNN … */`` and MariaDB's
+``/*M!NNNNN … */`` are executable comments whose contents are code, except version
+999999, which mariadb-dump writes for "no server" (``/*M!999999\\- enable the
+sandbox mode */``); strings take backslash escapes and doubled quotes; ``DELIMITER
+xx`` at the start of a line is a client command.
 """
 
 from __future__ import annotations
@@ -39,16 +42,17 @@ _REGEX = r"""
         |(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)
     |(?P<word>[^\W\d][\w$]*)
     |(?P<string>'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+")
-    |(?P<lcomment>(?:--(?=\s|$)|\#)[^\n]*)
+    |(?P<lcomment>(?:(?<![^\n])--|--(?=\s|$)|\#)[^\n]*)
+    |(?P<bcomment>/\*(?:M?!999999|(?!M?!))(?:[^*]++|\*(?!/))*+\*/)
     |(?P<exec>/\*M?!\d*)
-    |(?P<bcomment>/\*(?:[^*]++|\*(?!/))*+\*/)
     |(?P<execend>\*/)
+    |(?P<ucomment>/\*)
     |(?P<param>\?|%\(\w+\)s|%s|(?<![\w:]):[^\W\d]\w*)
     |(?P<sysvar>@@(?:\w+\.)?\w+)
     |(?P<var>@(?:[\w$.]+|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`))
     |(?P<op>:=|<=>|<=|>=|<>|!=|->>|->|\|\||&&|<<|>>|[-+*/%=<>!~^&|(),.;:{}\[\]@])
     |(?P<qident>`(?:[^`]++|``)*+`)
-    |(?P<unterminated>['"`]|/\*)
+    |(?P<unterminated>['"`])
     |(?P<other>.)
     """
 _PATTERN = re.compile(_REGEX, re.VERBOSE | re.DOTALL)
@@ -139,11 +143,17 @@ def token_blocks(
             append(new(Token, (QIDENT, match.group()[1:-1].replace("``", "`"), *match.span())))
         elif kind == "delim":
             append(new(Token, (DELIMITER, match.group("dvalue"), *match.span())))
-        elif kind == "unterminated":
-            what = {"'": "string", '"': "string", "`": "quoted identifier"}.get(
-                match.group(), "comment"
+        elif kind == "unterminated" or kind == "ucomment":
+            opened = match.group()
+            what = {"'": "string", '"': "string", "`": "quoted identifier"}.get(opened, "comment")
+            append(
+                Token(
+                    ERROR,
+                    f"unterminated {what}: this {opened} is never closed",
+                    match.start(),
+                    len(text),
+                )
             )
-            append(Token(ERROR, f"unterminated {what}", match.start(), len(text)))
             break
         if len(tokens) >= size:
             yield tokens

@@ -14,8 +14,10 @@ from collections.abc import Iterator
 from govern.rules.sql.lexer import (
     COMMENT,
     DELIMITER,
+    ERROR,
     OP,
     QIDENT,
+    STRING,
     WORD,
     Source,
     Token,
@@ -26,6 +28,8 @@ from govern.rules.sql.statement import Loop, Statement
 
 _PROGRAMS = frozenset({"PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE"})
 _BLOCK_ENDS = frozenset({"IF", "LOOP", "WHILE", "REPEAT"})
+#: Tokens whose text the client does not search for a delimiter.
+_OPAQUE = frozenset({STRING, QIDENT, ERROR, COMMENT})
 
 
 @dataclasses.dataclass
@@ -87,6 +91,7 @@ def split(source: Source, comments: list[Token]) -> Iterator[Statement]:
     exhausted = not tokens
     current: list[Token] = []
     delimiter = ";"
+    delimiter_set = 0  # offset of the DELIMITER line in force
     depth = 0  # BEGIN/CASE … END nesting inside a stored program (only with ';')
     program = False
 
@@ -94,6 +99,8 @@ def split(source: Source, comments: list[Token]) -> Iterator[Statement]:
         statement = Statement(
             source, current, terminated=terminated, unclosed_block=depth > 0, stop=stop
         )
+        if not terminated and delimiter != ";":
+            statement.open_delimiter = (delimiter, source.position(delimiter_set)[0])
         if statement.creates in _PROGRAMS or _anonymous_block(statement):
             statement.body = program_body(statement)
         return statement
@@ -120,6 +127,7 @@ def split(source: Source, comments: list[Token]) -> Iterator[Statement]:
                 tokens[index : index + 1] = tokenize(text, token.start, token.end, delimiters=False)
                 continue
             delimiter = token.value
+            delimiter_set = token.start
             index += 1
             continue
         ends = False
@@ -127,11 +135,20 @@ def split(source: Source, comments: list[Token]) -> Iterator[Statement]:
         if delimiter == ";":
             ends = kind is OP and token.value == ";" and depth <= 0
             index += ends
-        elif text.startswith(delimiter, token.start):
-            ends = True
-            stop = token.start + len(delimiter)
-            while index < len(tokens) and tokens[index].start < stop:
-                index += 1
+        elif kind not in _OPAQUE:
+            # The client looks for its delimiter in the raw text, not in tokens: ``END$$``
+            # ends at ``$$`` though ``$`` may be part of a name (docs/design/rules.md).
+            at = text.find(delimiter, token.start, token.end + len(delimiter) - 1)
+            if at >= 0:
+                ends = True
+                stop = at + len(delimiter)
+                if at > token.start:
+                    current.extend(tokenize(text, token.start, at, delimiters=False))
+                # Tokens after the delimiter were cut where the old token ended: read again.
+                blocks = token_blocks(text, stop)
+                tokens = next(blocks, [])
+                exhausted = not tokens
+                index = 0
         if ends:
             if current:
                 yield make(True, stop)

@@ -106,6 +106,9 @@ class Statement:
     body: list[Statement] = dataclasses.field(default_factory=list)
     #: Offset just past the terminating delimiter (None: the statement's last token).
     stop: int | None = None
+    #: At the end of a file still waiting for a custom delimiter: (delimiter, line of its
+    #: DELIMITER command). A block whose closing delimiter was forgotten ends here.
+    open_delimiter: tuple[str, int] | None = None
 
     @classmethod
     def from_sql(

@@ -42,7 +42,7 @@ def test_json_document(sql_file: Path) -> None:
     assert code == 1
     document = json.loads(out)
     assert document["schema"] == "govern.lint" and document["schema_version"] == 1
-    assert document["targets"] == ["mariadb-10.11"] and document["threshold"] == "info"
+    assert document["targets"] == ["mariadb-10.11"] and document["threshold"] == "warning"
     assert (document["files"], document["statements"]) == (1, 4)
     rules = [(f["rule"], f["line"], f["column"]) for f in document["findings"]]
     assert rules == [("QC001", 1, 8), ("BATCH006", 3, 30), ("META001", 4, 7)]

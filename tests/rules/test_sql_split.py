@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from govern.rules.sql.lexer import ERROR, PARAM, STRING, VAR, WORD, Source, tokenize
 from govern.rules.sql.split import parse_script
 from govern.rules.sql.statement import Statement
@@ -78,7 +80,73 @@ def test_positions_are_one_based_lines_and_columns() -> None:
 
 def test_unterminated_string_is_a_token_not_a_crash() -> None:
     tokens = tokenize("SELECT 'abc\nFROM t")
-    assert tokens[-1].kind is ERROR and tokens[-1].value == "unterminated string"
+    assert (
+        tokens[-1].kind is ERROR
+        and tokens[-1].value == "unterminated string: this ' is never closed"
+    )
+    assert tokens[-1].start == 7  # where it opened, so the finding names that line
+
+
+def test_an_unterminated_block_comment_is_one_error_where_it_opens() -> None:
+    tokens = tokenize("SELECT 1;\n/* not closed\nSELECT 2;")
+    assert [(t.kind, t.value) for t in tokens][-1] == (
+        ERROR,
+        "unterminated comment: this /* is never closed",
+    )
+    assert tokens[-1].start == 10
+
+
+def test_lines_starting_with_two_dashes_are_skipped_as_the_client_does() -> None:
+    assert texts("--DROP INDEX i ON t;\nSELECT 1;\n  --1;") == ["SELECT 1", "--1"]
+
+
+def test_version_999999_comments_are_comments() -> None:
+    # line 1 of every current mariadb-dump file; 999999 is "no server"
+    assert texts("/*M!999999\\- enable the sandbox mode */\nSELECT 1;") == ["SELECT 1"]
+    assert texts("/*!40101 SET NAMES utf8mb4 */;") == ["SET NAMES utf8mb4"]
+
+
+@pytest.mark.parametrize("delimiter", ["$$", "//", ";;", "@@", "$", "!", "|"])
+def test_any_delimiter_ends_statements_where_the_client_would(delimiter: str) -> None:
+    sql = (
+        f"DELIMITER {delimiter}\n"
+        f"CREATE PROCEDURE p() BEGIN SELECT 1; SELECT 2; END{delimiter}\n"
+        f"CREATE FUNCTION f() RETURNS INT RETURN 1 {delimiter}\n"
+        "DELIMITER ;\n"
+        "SELECT 3;\n"
+    )
+    statements = parse_script(sql).statements
+    assert [s.keyword for s in statements] == ["CREATE", "CREATE", "SELECT"]
+    assert statements[0].text == "CREATE PROCEDURE p() BEGIN SELECT 1; SELECT 2; END"
+    assert [b.text for b in statements[0].body] == ["SELECT 1", "SELECT 2"]
+    assert all(s.open_delimiter is None for s in statements)
+
+
+def test_a_delimiter_glued_to_a_word_splits_it() -> None:
+    statements = parse_script("DELIMITER $$\nSELECT a$$SELECT b $$\n").statements
+    assert [s.text for s in statements] == ["SELECT a", "SELECT b"]
+    assert [t.value for t in statements[1].tokens] == ["SELECT", "B"]
+
+
+def test_a_delimiter_block_never_closed_is_flagged_once() -> None:
+    sql = "SELECT 0;\nDELIMITER $$\nCREATE PROCEDURE p() BEGIN SELECT 1; END\nDELIMITER ;\nSELECT 2;\n"
+    statements = parse_script(sql).statements
+    assert len(statements) == 2
+    assert [s.open_delimiter for s in statements] == [None, ("$$", 2)]
+
+
+def test_nested_blocks_under_a_delimiter_keep_their_loops() -> None:
+    sql = (
+        "DELIMITER //\n"
+        "CREATE PROCEDURE p() BEGIN\n"
+        "  outer_block: BEGIN\n"
+        "    WHILE i < 10 DO BEGIN INSERT INTO t (a) VALUES (i); SET i = i + 1; END; END WHILE;\n"
+        "  END outer_block;\n"
+        "END//\n"
+    )
+    (statement,) = parse_script(sql).statements
+    inner = [(b.keyword, [loop.kind for loop in b.loops]) for b in statement.body]
+    assert inner == [("INSERT", ["WHILE"]), ("SET", ["WHILE"])]
 
 
 def test_statement_structure_helpers() -> None:
