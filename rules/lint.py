@@ -179,15 +179,20 @@ def read_sql(path: Path | None) -> tuple[str | None, Finding | None]:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        message = f"not valid UTF-8 (first bad byte on line {line}): bad bytes read as U+FFFD"
-        return data.decode("utf-8", "replace"), _file_finding(label, line, message)
+        message = (
+            f"not valid UTF-8 (first bad byte on line {line}): bad bytes read as U+FFFD "
+            "(the server takes them as a binary string, as mariadb-dump writes BLOBs)"
+        )
+        return data.decode("utf-8", "replace"), _file_finding(label, line, message, Severity.INFO)
 
 
-def _file_finding(path: str, line: int, message: str) -> Finding:
+def _file_finding(
+    path: str, line: int, message: str, severity: Severity = Severity.ERROR
+) -> Finding:
     return Finding(
         rule_id="META001",
         rule_name="parse-error",
-        severity=Severity.ERROR,
+        severity=severity,
         message=message,
         location=Location(path, line, 1),
         statement_lines=(line, line),
