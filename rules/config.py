@@ -23,17 +23,27 @@ as in ruff: a directory can carry its own policy. In a directory that has both,
     baseline = "govern-baseline.json"
     per-path-ignores = { "migrations/legacy/*" = ["BATCH008"] }
 
-Paths and patterns are relative to the directory of the file that sets them.
-Other tables under ``[tool.govern]`` belong to other commands and are left alone.
+    [[tool.govern.lint.paths]]      # per-path targets, in order; the last match wins
+    glob = "mysql/**"
+    target = "mysql-8.0"
+    [[tool.govern.lint.paths]]
+    glob = "pg/**"
+    skip = true                     # not MySQL: counted as skipped, not linted
+
+``govern.toml`` takes the same keys at top level or under ``[tool.govern]``. Paths and
+patterns are relative to the directory of the file that sets them. Every key is checked: an
+unknown one is an error naming ``file:line`` with the nearest known key.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import fnmatch
 import os
 import re
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +51,18 @@ from govern.errors import ConfigError
 from govern.rules.model import Severity
 
 CONFIG_NAMES = ("govern.toml", "pyproject.toml")
-_LINT_KEYS = {"severity", "exclude", "baseline", "per-path-ignores"}
+_TOP_KEYS = ("target", "rules", "lint")
+_LINT_KEYS = ("severity", "exclude", "baseline", "per-path-ignores", "paths")
+_PATH_KEYS = ("glob", "target", "skip")
+
+
+@dataclasses.dataclass(frozen=True)
+class PathRule:
+    """One ``[[lint.paths]]`` entry: files matching ``glob`` get ``target``, or are skipped."""
+
+    glob: str
+    target: str | None = None
+    skip: bool = False
 
 
 @dataclasses.dataclass
@@ -60,6 +81,7 @@ class RulesConfig:
     exclude: list[str] = dataclasses.field(default_factory=list)
     severity: Severity | None = None
     baseline: Path | None = None
+    paths: list[PathRule] = dataclasses.field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -73,8 +95,20 @@ class RulesConfig:
             return path.as_posix()
 
     def excluded(self, path: Path) -> bool:
+        """``exclude`` or a ``skip = true`` path entry matches: the file is not linted."""
         relative = self.relative(path)
-        return any(fnmatch.fnmatch(relative, pattern) for pattern in self.exclude)
+        return any(fnmatch.fnmatch(relative, pattern) for pattern in self.exclude) or any(
+            rule.skip and fnmatch.fnmatch(relative, rule.glob) for rule in self.paths
+        )
+
+    def target_for(self, path: Path | None) -> str | None:
+        """The target of the last ``[[lint.paths]]`` entry matching ``path``, else ``target``."""
+        if path is not None and self.paths:
+            relative = self.relative(path)
+            for rule in reversed(self.paths):
+                if rule.target and fnmatch.fnmatch(relative, rule.glob):
+                    return rule.target
+        return self.target
 
     def ignored_for_class(self, class_id: str | None) -> set[str]:
         """Rule IDs or prefixes ``per-class-ignores`` drops for a query ID (32 or 16 hex)."""
@@ -95,6 +129,62 @@ class RulesConfig:
             if fnmatch.fnmatch(relative, pattern):
                 ignored.extend(ids)
         return ignored
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_-]+)\s*[=.]""")
+
+
+def _parts(dotted: str) -> list[str]:
+    return [part.strip().strip("\"'") for part in dotted.split(".")]
+
+
+def key_line(text: str, table: list[str], key: str) -> int | None:
+    """The line (1-based) of ``key`` in ``[table]`` (or of ``[table.key]``) in TOML ``text``:
+    tomllib keeps no positions, and an error must name file:line."""
+    current: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER.match(line)
+        if header:
+            current = _parts(header.group(1))
+            if current[: len(table) + 1] == [*table, key]:
+                return number
+            continue
+        found = _KEY.match(line)
+        if found and current == table and found.group(1).strip("\"'") == key:
+            return number
+    return None
+
+
+def _check_keys(
+    data: dict[str, Any], known: Iterable[str], where: str, source: _Source, table: list[str]
+) -> None:
+    """A ConfigError for the first key of ``data`` not in ``known``, with file:line and the
+    nearest known key."""
+    choices = list(known)
+    for key in data:
+        if key not in choices:
+            near = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
+            hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(choices)}"
+            raise ConfigError(f"{source.at(table, key, where)} unknown key {key!r} ({hint})")
+
+
+@dataclasses.dataclass
+class _Source:
+    """A config file's name and text, to point at lines."""
+
+    path: Path | None
+    text: str = ""
+    prefix: tuple[str, ...] = ()
+
+    def at(self, table: list[str], key: str, where: str) -> str:
+        """``where`` (``govern.toml: [lint]``) as ``govern.toml:12: [lint]`` when the key's
+        line is found."""
+        line = key_line(self.text, [*self.prefix, *table], key) if self.text else None
+        name = f"{self.path}:"
+        if line and where.startswith(name):
+            return f"{self.path}:{line}:{where[len(name) :]}"
+        return where
 
 
 def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
@@ -122,10 +212,15 @@ def _here(path: Path | None, section: str, table: str = "") -> str:
     return f"{path or 'config'}: [{name}]" if name else f"{path or 'config'}:"
 
 
-def parse_config(data: dict[str, Any], path: Path | None, section: str = "") -> RulesConfig:
-    """A RulesConfig from the ``[tool.govern]`` table (``section`` names it in messages)."""
+def parse_config(
+    data: dict[str, Any], path: Path | None, section: str = "", text: str = ""
+) -> RulesConfig:
+    """A RulesConfig from the ``[tool.govern]`` table (``section`` names it in messages;
+    ``text``, the file's, lets errors name the line)."""
     from govern.rules.registry import get_rule, unknown_selectors
 
+    source = _Source(path, text, tuple(_parts(section)) if section else ())
+    _check_keys(data, _TOP_KEYS, _here(path, section), source, [])
     config = RulesConfig(path=path, root=path.parent if path else Path.cwd())
     target = data.get("target")
     if target is not None:
@@ -170,20 +265,31 @@ def parse_config(data: dict[str, Any], path: Path | None, section: str = "") -> 
                 elif name in known:
                     options[name] = known[name].check(option_value, here)
                 else:
-                    choices = ", ".join(["severity", *known])
-                    raise ConfigError(f"{here} unknown option {name!r} (known: {choices})")
+                    choices = ["severity", *known]
+                    near = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+                    hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(choices)}"
+                    where = source.at(["rules", key], name, here)
+                    raise ConfigError(f"{where} unknown option {name!r} ({hint})")
             config.options[rule.id] = options
         else:
+            from govern.rules.registry import all_rules
+
+            choices = ["select", "ignore", "per-class-ignores"]
+            near = difflib.get_close_matches(key, [*choices, *(r.id for r in all_rules())], n=1)
+            hint = (
+                f"did you mean {near[0]!r}?"
+                if near
+                else "select, ignore, per-class-ignores, or a table named by a rule ID"
+            )
             raise ConfigError(
-                f"{rules_where} unknown key {key!r} (select, ignore, per-class-ignores, "
-                "or a table named by a rule ID)"
+                f"{source.at(['rules'], key, rules_where)} unknown key {key!r} ({hint})"
             )
 
     lint_where = _here(path, section, "lint")
     lint = _table(data, "lint", lint_where)
-    for key in lint:
-        if key not in _LINT_KEYS:
-            raise ConfigError(f"{lint_where} unknown key {key!r} ({', '.join(sorted(_LINT_KEYS))})")
+    _check_keys(lint, _LINT_KEYS, lint_where, source, ["lint"])
+    if "paths" in lint:
+        config.paths = _path_rules(lint["paths"], lint_where, source)
     if "severity" in lint:
         config.severity = Severity.parse(str(lint["severity"]), f"{lint_where} severity")
     if "exclude" in lint:
@@ -202,21 +308,58 @@ def parse_config(data: dict[str, Any], path: Path | None, section: str = "") -> 
     return config
 
 
+def _path_rules(value: Any, where: str, source: _Source) -> list[PathRule]:
+    """``[[lint.paths]]`` entries, checked (a glob, and a target or skip)."""
+    from govern.rules.target import parse_target
+
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ConfigError(f"{where} paths must be [[lint.paths]] tables")
+    rules = []
+    for number, entry in enumerate(value, start=1):
+        here = f"{where} paths #{number}"
+        _check_keys(entry, _PATH_KEYS, here, source, ["lint", "paths"])
+        glob, target, skip = entry.get("glob"), entry.get("target"), entry.get("skip", False)
+        if not isinstance(glob, str) or not glob:
+            raise ConfigError(f"{here}: glob must be a pattern such as 'pg/**'")
+        if target is not None and not isinstance(target, str):
+            raise ConfigError(f"{here}: target must be a string like 'mysql-8.0'")
+        if not isinstance(skip, bool):
+            raise ConfigError(f"{here}: skip must be true or false")
+        if target is None and not skip:
+            raise ConfigError(f"{here}: give a target or skip = true")
+        if target is not None:
+            parse_target(target, f"{here} target")
+        rules.append(PathRule(glob, target, skip))
+    return rules
+
+
 def load_config(path: Path) -> RulesConfig | None:
     """The config in ``path``; None for a pyproject.toml without ``[tool.govern]``."""
     try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
+        text = path.read_bytes().decode("utf-8")
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+    tool = data.get("tool", {})
     if path.name == "pyproject.toml":
-        tool = data.get("tool", {})
         if not isinstance(tool, dict) or "govern" not in tool:
             return None
-        return parse_config(_table(tool, "govern", str(path)), path, "tool.govern")
-    return parse_config(data, path)
+        return parse_config(_table(tool, "govern", str(path)), path, "tool.govern", text)
+    if "tool" in data:  # govern.toml written as pyproject's [tool.govern]: the same keys
+        source = _Source(path, text)
+        _check_keys(
+            tool if isinstance(tool, dict) else {}, ["govern"], f"{path}: [tool]", source, ["tool"]
+        )
+        others = [key for key in data if key != "tool"]
+        if others:
+            raise ConfigError(
+                f"{source.at([], others[0], f'{path}:')} {others[0]!r} at top level and [tool.govern] "
+                "in one file: use one of the two forms"
+            )
+        return parse_config(_table(tool, "govern", str(path)), path, "tool.govern", text)
+    return parse_config(data, path, "", text)
 
 
 def _shortest(path: Path) -> Path:

@@ -59,6 +59,10 @@ def summary_lines(report: LintReport) -> list[str]:
         hidden.append(f"{report.below_threshold:,} below --severity {report.threshold.value}")
     if hidden:
         lines.append("not shown: " + "; ".join(hidden))
+    if report.skipped_files:
+        lines.append(
+            f"not linted: {_plural(report.skipped_files, 'file')} (exclude or skip in the config)"
+        )
     if report.baseline_written is not None:
         lines.append(
             f"baseline {report.baseline} written: {_plural(report.baseline_written, 'finding')}"

@@ -63,6 +63,7 @@ class FileResult:
     statements: int
     findings: list[Finding]
     suppressed: int
+    target: str | None = None
 
 
 @dataclasses.dataclass
@@ -80,6 +81,8 @@ class LintReport:
     elapsed: float
     baseline: str | None = None
     baseline_written: int | None = None
+    #: Files found but not linted: ``exclude`` or ``skip = true`` in ``[[lint.paths]]``.
+    skipped_files: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -104,6 +107,7 @@ class LintReport:
                 "findings": len(self.findings),
                 "by_severity": self.counts(),
                 "suppressed": self.suppressed,
+                "skipped_files": self.skipped_files,
                 "baselined": self.baselined,
                 "below_threshold": self.below_threshold,
             },
@@ -119,20 +123,28 @@ class LintReport:
 # --- discovery -----------------------------------------------------------------------------
 
 
-def discover(paths: Sequence[str], finder: ConfigFinder) -> list[Path | None]:
+def discover(
+    paths: Sequence[str], finder: ConfigFinder, skipped: list[Path] | None = None
+) -> list[Path | None]:
     """Files to lint, in order, without duplicates; ``None`` stands for stdin.
 
     Directories are searched for ``*.sql`` (hidden and tool directories skipped);
-    patterns are expanded (``**`` recursive); ``exclude`` of the nearest config
-    applies to everything found.
+    patterns are expanded (``**`` recursive); ``exclude`` and ``skip = true`` path entries
+    of the nearest config apply to everything found, and what they leave out is appended
+    to ``skipped`` (reports count it).
     """
+    skipped = [] if skipped is None else skipped
     found: list[Path | None] = []
     seen: set[Path] = set()
 
     def add(path: Path) -> None:
         resolved = path.resolve()
-        if resolved not in seen and not finder.for_path(path).excluded(path):
-            seen.add(resolved)
+        if resolved in seen:
+            return
+        seen.add(resolved)
+        if finder.for_path(path).excluded(path):
+            skipped.append(path)
+        else:
             found.append(path)
 
     for text in paths:
@@ -209,28 +221,30 @@ class _Runner:
     def __init__(self, options: LintOptions, finder: ConfigFinder) -> None:
         self.options = options
         self.finder = finder
-        self._rulesets: dict[tuple[int, tuple[str, ...]], RuleSet] = {}
+        self._rulesets: dict[tuple[int, bool], RuleSet] = {}
         self._targets: dict[str | None, tuple[ServerInfo | None, str | None]] = {}
 
-    def target(self, config: RulesConfig) -> tuple[ServerInfo | None, str | None]:
+    def target(
+        self, config: RulesConfig, path: Path | None = None
+    ) -> tuple[ServerInfo | None, str | None]:
+        """The command line's target, else the config's for this path (``[[lint.paths]]``)."""
         if self.options.live_target is not None:
             return self.options.live_target
-        name = self.options.target or config.target
+        name = self.options.target or config.target_for(path)
         if name not in self._targets:
             where = "--target" if self.options.target else f"{config.label}: target"
             self._targets[name] = (parse_target(name, where), name) if name else (None, None)
         return self._targets[name]
 
     def ruleset(self, config: RulesConfig, path: Path | None) -> RuleSet:
-        ignores = tuple(config.ignored_for(path) if path is not None else ())
-        key = (id(config), ignores)
+        has_target = self.target(config, path)[0] is not None
+        key = (id(config), has_target)
         if key not in self._rulesets:
-            has_target = self.target(config)[0] is not None
             self._rulesets[key] = build_ruleset(
                 config,
                 has_target=has_target,
                 select_ids=self.options.select,
-                ignore_ids=[*self.options.ignore, *ignores],
+                ignore_ids=self.options.ignore,
             )
         return self._rulesets[key]
 
@@ -239,7 +253,7 @@ class _Runner:
     ) -> tuple[FileResult, RuleSet]:
         config = self.finder.for_path(path)
         ruleset = self.ruleset(config, path)
-        target, target_name = self.target(config)
+        target, target_name = self.target(config, path)
         ctx = Context(target, target_name)
         done = 0.0
 
@@ -252,7 +266,11 @@ class _Runner:
 
         result = check_source(Source(text, label), ruleset, ctx, config, advance)
         advance(len(text))
-        return FileResult(label, result.statements, result.findings, result.suppressed), ruleset
+        # per-path-ignores drop findings after the run, so they are counted as suppressed
+        ignored = [i.upper() for i in config.ignored_for(path)] if path is not None else []
+        kept = [f for f in result.findings if not any(f.rule_id.startswith(i) for i in ignored)]
+        suppressed = result.suppressed + len(result.findings) - len(kept)
+        return FileResult(label, result.statements, kept, suppressed, target_name), ruleset
 
 
 def lint_paths(paths: Sequence[str], options: LintOptions | None = None) -> LintReport:
@@ -262,7 +280,8 @@ def lint_paths(paths: Sequence[str], options: LintOptions | None = None) -> Lint
     options = options or LintOptions()
     started = time.perf_counter()
     finder = ConfigFinder(options.config)
-    files = discover(paths, finder)
+    skipped: list[Path] = []
+    files = discover(paths, finder, skipped)
     runner = _Runner(options, finder)
     results: list[tuple[FileResult, RuleSet | None, RulesConfig]] = []
     with progress("govern lint", len(files), force=options.progress) as bar:
@@ -281,7 +300,9 @@ def lint_paths(paths: Sequence[str], options: LintOptions | None = None) -> Lint
                 results.append((result, ruleset, config))
                 continue
             bar.advance()
-    return _report(results, runner, options, started)
+    report = _report(results, runner, options, started)
+    report.skipped_files = len(skipped)
+    return report
 
 
 def lint_text(text: str, options: LintOptions | None = None, path: str = "<stdin>") -> LintReport:
@@ -312,9 +333,8 @@ def _report(
         if ruleset is not None:
             skipped.update(ruleset.skipped)
             ran.update(ruleset.ids)
-            name = runner.target(config)[1]
-            if name:
-                targets.add(name)
+            if result.target:
+                targets.add(result.target)
         for finding in result.findings:
             if finding.severity.rank >= threshold.rank:
                 shown.append(finding)

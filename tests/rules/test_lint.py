@@ -182,6 +182,75 @@ def test_per_path_ignores_options_and_severity_overrides(tree: Path) -> None:
     assert [(Path(f["path"]).name, f["rule"], f["severity"]) for f in document["findings"]] == [
         ("new.sql", "BATCH003", "error")
     ]
+    assert document["summary"]["suppressed"] == 1  # the per-path ignore, counted
+
+
+def test_tool_govern_tables_in_govern_toml_are_read(tree: Path) -> None:
+    write(
+        tree / "govern.toml",
+        '[tool.govern]\ntarget = "mysql-8.0"\n[tool.govern.rules]\nselect = ["QC"]\n',
+    )
+    write(
+        tree / "x.sql",
+        "SELECT SQL_CACHE a FROM t;\nINSERT INTO t (a) VALUES (1), (2) AS new ON DUPLICATE KEY UPDATE a = new.a;\n",
+    )
+    assert findings(lint("x.sql", "--format", "json")) == [("x.sql", 1, "QC003")]
+    write(tree / "govern.toml", 'target = "mysql-8.0"\n[tool.govern]\ntarget = "mysql-8.0"\n')
+    result = lint("x.sql")
+    assert result.exit_code == 2 and "use one of the two forms" in result.output
+
+
+def test_per_path_targets_and_skips_are_counted(tree: Path) -> None:
+    write(
+        tree / "govern.toml",
+        'target = "mariadb-10.11"\n'
+        '[[lint.paths]]\nglob = "mysql/**"\ntarget = "mysql-8.0"\n'
+        '[[lint.paths]]\nglob = "pg/**"\nskip = true\n',
+    )
+    write(tree / "mysql" / "a.sql", "SELECT SQL_CACHE a FROM t;\n")
+    write(tree / "maria" / "b.sql", "SELECT SQL_CACHE a FROM t;\n")
+    write(tree / "pg" / "c.sql", "SELECT 1::int;\n")
+    result = lint(".", "--format", "json")
+    document = json.loads(result.stdout)
+    assert findings(result) == [("a.sql", 1, "QC003")]
+    assert document["targets"] == ["mariadb-10.11", "mysql-8.0"]
+    assert document["files"] == 2 and document["summary"]["skipped_files"] == 1
+    assert "not linted: 1 file" in lint(".").stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("targt = 'mysql-8.0'\n", "govern.toml:1: unknown key 'targt' (did you mean 'target'?)"),
+        (
+            "[lint]\n\nseverty = 'error'\n",
+            "govern.toml:3: [lint] unknown key 'severty' (did you mean 'severity'?)",
+        ),
+        (
+            "[tool.govern.lint]\nexclud = []\n",
+            "govern.toml:2: [tool.govern.lint] unknown key 'exclud' (did you mean 'exclude'?)",
+        ),
+        (
+            "[rules.QC005]\ntabels = []\n",
+            "govern.toml:2: [rules.QC005] unknown option 'tabels' (did you mean 'tables'?)",
+        ),
+        (
+            "[[lint.paths]]\nglob = 'a'\ntargte = 'mysql-8.0'\n",
+            "govern.toml:3: [lint] paths #1 unknown key 'targte' (did you mean 'target'?)",
+        ),
+        (
+            "[[lint.paths]]\nglob = 'a'\n",
+            "govern.toml: [lint] paths #1: give a target or skip = true",
+        ),
+    ],
+)
+def test_unknown_keys_name_file_line_and_the_nearest_key(
+    tree: Path, text: str, message: str
+) -> None:
+    write(tree / "govern.toml", text)
+    write(tree / "x.sql", "SELECT 1;\n")
+    result = lint("x.sql")
+    assert result.exit_code == 2 and result.output == f"govern: error: {message}\n"
 
 
 def test_exclude_and_config_severity(tree: Path) -> None:
@@ -198,7 +267,7 @@ def test_exclude_and_config_severity(tree: Path) -> None:
         ("[rules]\nselect = ['QC9']\n", "govern.toml: [rules] select: unknown rule 'QC9'"),
         ("[rules.QC005]\ntables = 'x'\n", "govern.toml: [rules.QC005] tables must be list"),
         ("[rules.BATCH003]\nmax_rows = 5\n", "[rules.BATCH003] unknown option 'max_rows'"),
-        ("[rules]\nselekt = []\n", "govern.toml: [rules] unknown key 'selekt'"),
+        ("[rules]\nselekt = []\n", "govern.toml:2: [rules] unknown key 'selekt'"),
         ("[lint]\nseverity = 'loud'\n", "[lint] severity: unknown severity 'loud'"),
         ("target = 'db2-11'\n", "govern.toml: target: unknown target 'db2-11'"),
         ("[rules\n", "govern.toml: "),
@@ -218,7 +287,7 @@ def test_pyproject_errors_name_the_tool_govern_table(tree: Path) -> None:
     result = lint("x.sql")
     assert (
         result.exit_code == 2
-        and "pyproject.toml: [tool.govern.lint] unknown key 'bogus'" in result.output
+        and "pyproject.toml:2: [tool.govern.lint] unknown key 'bogus'" in result.output
     )
 
 
