@@ -58,6 +58,7 @@ def test_json_document(sql_file: Path) -> None:
         "findings": 3,
         "by_severity": {"info": 0, "warning": 0, "error": 3},
         "suppressed": 1,
+        "skipped_files": 0,
         "baselined": 0,
         "below_threshold": 0,
     }
