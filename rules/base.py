@@ -64,6 +64,8 @@ class Context:
     #: Digest-wide facts (tables' write traffic, overhead fits, log completeness) when
     #: the subjects are a digest's classes; None for files.
     digest: DigestEvidence | None = None
+    #: The file is a batch job (``[[lint.paths]] batch-job = true``): BATCH010/011 check it.
+    batch_job: bool = False
 
     @property
     def target_label(self) -> str:
@@ -174,6 +176,8 @@ class Example:
     sql: str
     target: str | None = None
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: ``-- batch-job``: lint it as a file the config marks as a batch job.
+    batch_job: bool = False
 
 
 _SECTION = re.compile(r"^\*\*(Anti-pattern|Best practice)\*\*\s*$")
@@ -182,8 +186,9 @@ _SECTION = re.compile(r"^\*\*(Anti-pattern|Best practice)\*\*\s*$")
 def parse_examples(doc: str) -> dict[str, list[Example]]:
     """Indented blocks after ``**Anti-pattern**`` / ``**Best practice**`` headings.
 
-    In a block, ``-- target: mysql-8.0`` sets the target and ``-- config: {…}`` (a
-    TOML inline table) the rule's options, as ``[tool.govern.rules.ID]`` would.
+    In a block, ``-- target: mysql-8.0`` sets the target, ``-- config: {…}`` (a
+    TOML inline table) the rule's options, as ``[tool.govern.rules.ID]`` would, and
+    ``-- batch-job`` lints it as a file marked ``batch-job = true``.
     """
     found: dict[str, list[Example]] = {"Anti-pattern": [], "Best practice": []}
     section: str | None = None
@@ -214,10 +219,13 @@ def parse_examples(doc: str) -> dict[str, list[Example]]:
 def _example(sql: str) -> Example:
     target = None
     config: dict[str, Any] = {}
+    batch_job = False
     for line in sql.splitlines():
         stripped = line.strip()
-        if stripped.startswith("-- target:"):
+        if stripped == "-- batch-job":
+            batch_job = True
+        elif stripped.startswith("-- target:"):
             target = stripped.split(":", 1)[1].strip()
         elif stripped.startswith("-- config:"):
             config = tomllib.loads("x = " + stripped.split(":", 1)[1].strip())["x"]
-    return Example(sql, target, config)
+    return Example(sql, target, config, batch_job)

@@ -29,6 +29,9 @@ as in ruff: a directory can carry its own policy. In a directory that has both,
     [[tool.govern.lint.paths]]
     glob = "pg/**"
     skip = true                     # not MySQL: counted as skipped, not linted
+    [[tool.govern.lint.paths]]
+    glob = "jobs/**"
+    batch-job = true                # BATCH010 checks these files' UPDATEs and DELETEs
 
 ``govern.toml`` takes the same keys at top level or under ``[tool.govern]``. Paths and
 patterns are relative to the directory of the file that sets them. Every key is checked: an
@@ -53,16 +56,18 @@ from govern.rules.model import Severity
 CONFIG_NAMES = ("govern.toml", "pyproject.toml")
 _TOP_KEYS = ("target", "rules", "lint")
 _LINT_KEYS = ("severity", "exclude", "baseline", "per-path-ignores", "paths")
-_PATH_KEYS = ("glob", "target", "skip")
+_PATH_KEYS = ("glob", "target", "skip", "batch-job")
 
 
 @dataclasses.dataclass(frozen=True)
 class PathRule:
-    """One ``[[lint.paths]]`` entry: files matching ``glob`` get ``target``, or are skipped."""
+    """One ``[[lint.paths]]`` entry: files matching ``glob`` get ``target``, are skipped, or
+    are batch jobs (BATCH010)."""
 
     glob: str
     target: str | None = None
     skip: bool = False
+    batch_job: bool = False
 
 
 @dataclasses.dataclass
@@ -109,6 +114,13 @@ class RulesConfig:
                 if rule.target and fnmatch.fnmatch(relative, rule.glob):
                     return rule.target
         return self.target
+
+    def batch_job(self, path: Path | None) -> bool:
+        """Does a ``batch-job = true`` entry match ``path``?"""
+        if path is None:
+            return False
+        relative = self.relative(path)
+        return any(r.batch_job and fnmatch.fnmatch(relative, r.glob) for r in self.paths)
 
     def ignored_for_class(self, class_id: str | None) -> set[str]:
         """Rule IDs or prefixes ``per-class-ignores`` drops for a query ID (32 or 16 hex)."""
@@ -319,17 +331,18 @@ def _path_rules(value: Any, where: str, source: _Source) -> list[PathRule]:
         here = f"{where} paths #{number}"
         _check_keys(entry, _PATH_KEYS, here, source, ["lint", "paths"])
         glob, target, skip = entry.get("glob"), entry.get("target"), entry.get("skip", False)
+        batch_job = entry.get("batch-job", False)
         if not isinstance(glob, str) or not glob:
             raise ConfigError(f"{here}: glob must be a pattern such as 'pg/**'")
         if target is not None and not isinstance(target, str):
             raise ConfigError(f"{here}: target must be a string like 'mysql-8.0'")
-        if not isinstance(skip, bool):
-            raise ConfigError(f"{here}: skip must be true or false")
-        if target is None and not skip:
-            raise ConfigError(f"{here}: give a target or skip = true")
+        if not isinstance(skip, bool) or not isinstance(batch_job, bool):
+            raise ConfigError(f"{here}: skip and batch-job must be true or false")
+        if target is None and not skip and not batch_job:
+            raise ConfigError(f"{here}: give a target, skip = true or batch-job = true")
         if target is not None:
             parse_target(target, f"{here} target")
-        rules.append(PathRule(glob, target, skip))
+        rules.append(PathRule(glob, target, skip, batch_job))
     return rules
 
 

@@ -254,7 +254,7 @@ class _Runner:
         config = self.finder.for_path(path)
         ruleset = self.ruleset(config, path)
         target, target_name = self.target(config, path)
-        ctx = Context(target, target_name)
+        ctx = Context(target, target_name, batch_job=config.batch_job(path))
         done = 0.0
 
         def advance(offset: int) -> None:  # a file is one unit of the bar, advanced by offset
@@ -311,8 +311,9 @@ def lint_text(text: str, options: LintOptions | None = None, path: str = "<stdin
     started = time.perf_counter()
     finder = ConfigFinder(options.config)
     runner = _Runner(options, finder)
-    result, ruleset = runner.lint_text(text, None, path)
-    return _report([(result, ruleset, finder.for_path(None))], runner, options, started)
+    file = None if path == "<stdin>" else Path(path)  # for the config's per-path entries
+    result, ruleset = runner.lint_text(text, file, path)
+    return _report([(result, ruleset, finder.for_path(file))], runner, options, started)
 
 
 def _report(

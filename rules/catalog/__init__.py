@@ -17,6 +17,8 @@ from govern.rules.catalog.batch006 import OdkuSyntaxUnsupported
 from govern.rules.catalog.batch007 import LoopRowAtATime
 from govern.rules.catalog.batch008 import SingleRowRun
 from govern.rules.catalog.batch009 import NPlusOneReads
+from govern.rules.catalog.batch010 import UnboundedBatchWrite
+from govern.rules.catalog.batch011 import InsertSelectWholeTable
 from govern.rules.catalog.meta001 import ParseError
 from govern.rules.catalog.meta002 import BadSuppression
 from govern.rules.catalog.meta003 import UnusedSuppression
@@ -45,6 +47,8 @@ RULES: tuple[type[Rule], ...] = (
     LoopRowAtATime,
     SingleRowRun,
     NPlusOneReads,
+    UnboundedBatchWrite,
+    InsertSelectWholeTable,
     ParseError,
     BadSuppression,
     UnusedSuppression,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from govern.rules.base import Context
 from govern.rules.evidence import ClassFacts
-from govern.rules.sql.lexer import OP
+from govern.rules.sql.lexer import OP, QIDENT, WORD
 from govern.rules.sql.statement import Statement
 
 MAX_PLACEHOLDERS = 65_535
@@ -94,3 +94,53 @@ def point_read(statement: Statement, facts: ClassFacts) -> bool:
     sent = facts.metric("Rows_sent")
     measured = examined if examined is not None else sent
     return measured is not None and float(measured["max"]) <= 1
+
+
+#: Rows per transaction the advice on big writes gives (replicas apply a transaction whole).
+CHUNK_ADVICE = "chunk by primary-key range, about 1,000–10,000 rows per transaction"
+_LOWER = frozenset({">", ">="})
+_UPPER = frozenset({"<", "<="})
+_CLAUSE_ENDS = frozenset({"ORDER", "LIMIT", "RETURNING", "GROUP", "HAVING", "UNION", "WINDOW"})
+
+
+def top_level_index(statement: Statement, word: str, start: int = 0) -> int | None:
+    """Index of ``word`` at the depth of token ``start`` (0 by default), at or after it."""
+    tokens, depths = statement.tokens, statement.depths
+    depth = depths[start] if start < len(depths) else 0
+    for index in range(start, len(tokens)):
+        if depths[index] < depth:
+            return None
+        token = tokens[index]
+        if depths[index] == depth and token.kind is WORD and token.value == word:
+            return index
+    return None
+
+
+def bounds_rows(statement: Statement, begin: int, key_columns: frozenset[str]) -> bool:
+    """Does the condition from token ``begin`` (after WHERE) bound the rows it touches: a
+    key equality or IN list, BETWEEN, or a lower and an upper bound on one column?"""
+    tokens, depths = statement.tokens, statement.depths
+    depth = depths[begin] if begin < len(tokens) else 0
+    lower: set[str] = set()
+    upper: set[str] = set()
+    for index in range(begin, len(tokens)):
+        token = tokens[index]
+        if depths[index] < depth or (
+            depths[index] == depth and token.kind is WORD and token.value in _CLAUSE_ENDS
+        ):
+            break
+        if token.kind is WORD and token.value == "BETWEEN":
+            return True
+        if index == begin or tokens[index - 1].kind not in (WORD, QIDENT):
+            continue
+        column = tokens[index - 1].value.lower()
+        if token.kind is OP and token.value in _LOWER:
+            lower.add(column)
+        elif token.kind is OP and token.value in _UPPER:
+            upper.add(column)
+        elif column in key_columns and (
+            (token.kind is OP and token.value == "=")
+            or (token.kind is WORD and token.value == "IN")
+        ):
+            return True
+    return bool(lower & upper)

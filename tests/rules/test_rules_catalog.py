@@ -16,7 +16,7 @@ from govern.cli import cli
 from govern.digest.document import to_document
 from govern.digest.runner import digest_bytes
 from govern.rules.base import Example
-from govern.rules.config import RulesConfig
+from govern.rules.config import PathRule, RulesConfig
 from govern.rules.digest import DigestRuleOptions, check_document
 from govern.rules.eventlog import is_event_example, slow_log
 from govern.rules.lint import LintOptions, lint_text
@@ -41,6 +41,8 @@ STABLE_IDS = [
     "BATCH007",
     "BATCH008",
     "BATCH009",
+    "BATCH010",
+    "BATCH011",
     "META001",
     "META002",
     "META003",
@@ -106,7 +108,8 @@ def test_every_rule_documents_both_sides(rule: type) -> None:
     ids=[f"{r}-{k.split()[0].lower()}-{n}" for r, k, n, _ in _examples()],
 )
 def test_docstring_example(rule_id: str, kind: str, number: int, example: Example) -> None:
-    config = RulesConfig(options={rule_id: dict(example.config)})
+    jobs = [PathRule("*", batch_job=True)] if example.batch_job else []
+    config = RulesConfig(options={rule_id: dict(example.config)}, paths=jobs)
     mine: list[Finding]
     if is_event_example(example.sql):
         document = to_document(digest_bytes(slow_log(example.sql)))
@@ -115,7 +118,8 @@ def test_docstring_example(rule_id: str, kind: str, number: int, example: Exampl
         mine = [f for f in report.findings if f.rule_id == rule_id]
         assert all(f.location.class_id for f in mine)
     else:
-        lint = lint_text(example.sql, LintOptions(target=example.target, config=config))
+        options = LintOptions(target=example.target, config=config)
+        lint = lint_text(example.sql, options, path="example.sql")
         mine = [f for f in lint.findings if f.rule_id == rule_id]
         assert all(f.location.line is not None for f in mine)
     if kind == "Anti-pattern":
