@@ -3,7 +3,7 @@
 ``build_ruleset`` turns a config (and command-line selection) into rule instances,
 setting aside, with the reason, the rules whose needs cannot be met here (no target,
 no digest statistics). ``check_source`` runs them over a file, statement by
-statement (memory holds one statement's tokens, not the file's); ``check_statement``
+statement (memory holds the largest statement, not the file); ``check_statement``
 over one subject such as a digest class's sample query.
 """
 
@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterable, Sequence
 
 from govern.rules.base import Context, Rule
 from govern.rules.config import RulesConfig
-from govern.rules.model import Finding, Need
+from govern.rules.model import Finding, Location, Need, Severity
 from govern.rules.registry import all_rules, select
-from govern.rules.sql.lexer import COMMENT, Source, Token, tokenize
-from govern.rules.sql.split import split
+from govern.rules.sql.lexer import COMMENT, Comment, tokenize
+from govern.rules.sql.split import stream
 from govern.rules.sql.statement import Statement
 from govern.rules.suppress import (
-    Span,
+    Placer,
     Suppression,
     apply_suppressions,
     parse_suppressions,
@@ -110,7 +110,8 @@ class CheckResult:
 
 
 def check_source(
-    source: Source,
+    read: Callable[[int], str],
+    path: str | None,
     ruleset: RuleSet,
     ctx: Context,
     config: RulesConfig,
@@ -118,33 +119,59 @@ def check_source(
 ) -> CheckResult:
     """Every rule over every statement of a file (stored-program bodies included), in order.
 
-    Statements are split, checked and dropped one at a time; what outlives them is the
-    findings and each statement's span (for placing suppression comments). ``progress``
-    gets the offset reached, every few hundred statements.
+    The file is read by ``read`` (a text file's) in windows and its statements are split,
+    checked and dropped one at a time: memory holds the largest statement and what outlives
+    statements, the findings. Suppression comments are placed as they pass (``Placer``).
+    ``progress`` gets the number of characters read so far, every few hundred statements.
     """
     statement_rules = ruleset.statement_rules()
     checkers = [c for c in (r.script_checker(ctx) for r in ruleset.script_rules()) if c is not None]
-    comments: list[Token] = []
-    spans: list[Span] = []
+    comments: list[Comment] = []
+    placer = Placer()
     raw: list[Finding] = []
     count = 0
-    for statement in split(source, comments):
+    for statement in stream(read, path, comments):
         count += 1
+        for comment in comments:
+            placer.comment(comment)
+        comments.clear()
         ctx.observe(statement)
-        for subject in (statement, *statement.body):
-            spans.append(span_of(subject))
+        subjects = (statement, *statement.body)
+        placer.statement([span_of(subject) for subject in subjects])
+        for subject in subjects:
             for rule in statement_rules:
-                raw.extend(rule.check(subject, ctx))
+                raw.extend(_checked(rule, subject, ctx))
         for checker in checkers:
             raw.extend(checker.feed(statement))
         if progress is not None and count % 256 == 0:
-            progress(statement.end)
+            progress(statement.source.base + statement.end)
+    for comment in comments:
+        placer.comment(comment)
     for checker in checkers:
         raw.extend(checker.finish())
-    result = _suppress(raw, source, comments, spans, ruleset, config)
+    result = _suppress(raw, path, placer.finish(), ruleset, config)
     result.findings.sort(key=lambda f: (f.location.line or 0, f.location.column or 0, f.rule_id))
     result.statements = count
     return result
+
+
+def _checked(rule: Rule, subject: Statement, ctx: Context) -> Iterable[Finding]:
+    """The rule's findings; nesting too deep for Python (RecursionError) is one META001 info
+    finding, never a traceback."""
+    try:
+        return list(rule.check(subject, ctx))
+    except RecursionError:
+        return [
+            Finding(
+                rule_id="META001",
+                rule_name="parse-error",
+                severity=Severity.INFO,
+                message=f"not analysed by {rule.id}: the statement is nested too deeply",
+                location=Location(subject.source.path, *subject.position()),
+                statement_lines=subject.lines,
+                context=subject.text,
+            )
+        ]
 
 
 def check_statement(
@@ -158,30 +185,34 @@ def check_statement(
     """
     raw: list[Finding] = []
     for rule in ruleset.statement_rules():
-        raw.extend(rule.check(statement, ctx))
+        raw.extend(_checked(rule, statement, ctx))
     ignored = config.ignored_for_class(statement.class_id)
     before = len(raw)
     raw = [f for f in raw if not any(f.rule_id.startswith(i.upper()) for i in ignored)]
-    text = statement.source.text
+    source = statement.source
+    placer = Placer()
     # Only comments carrying "govern:" are tokens: without it, no need to scan again.
-    comments = [t for t in tokenize(text) if t.kind is COMMENT] if "govern:" in text else []
-    result = _suppress(raw, statement.source, comments, [span_of(statement)], ruleset, config)
+    if "govern:" in source.text:
+        for token in tokenize(source.text):
+            if token.kind is COMMENT:
+                placer.comment(source.comment(token))
+    placer.statement([span_of(statement)])
+    result = _suppress(raw, source.path, placer.finish(), ruleset, config)
     result.suppressed += before - len(raw)
     return result
 
 
 def _suppress(
     raw: list[Finding],
-    source: Source,
-    comments: list[Token],
-    spans: Sequence[Span],
+    path: str | None,
+    placed: list[tuple[Comment, tuple[int, int]]],
     ruleset: RuleSet,
     config: RulesConfig,
 ) -> CheckResult:
-    if not comments:
+    if not placed:
         return CheckResult(raw, 0)
     known = {rule.id for rule in all_rules()}
-    suppressions, bad = parse_suppressions(source, comments, spans, known)
-    kept, suppressed, unused = apply_suppressions(raw, suppressions, source, ruleset.ids)
+    suppressions, bad = parse_suppressions(placed, path, known)
+    kept, suppressed, unused = apply_suppressions(raw, suppressions, path, ruleset.ids)
     kept.extend(_meta_findings(ruleset, config, [*bad, *unused], suppressions))
     return CheckResult(kept, suppressed)

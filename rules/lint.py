@@ -10,13 +10,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
+import io
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from govern.errors import UsageError
 from govern.rules.base import Context
@@ -24,7 +26,7 @@ from govern.rules.baseline import load_baseline, split_new, write_baseline
 from govern.rules.config import ConfigFinder, RulesConfig
 from govern.rules.engine import RuleSet, build_ruleset, check_source
 from govern.rules.model import Finding, Location, Severity
-from govern.rules.sql.lexer import Source
+from govern.rules.sqlfile import SqlFile
 from govern.rules.target import parse_target
 
 if TYPE_CHECKING:
@@ -173,29 +175,18 @@ def discover(
     return found
 
 
-def read_sql(path: Path | None) -> tuple[str | None, Finding | None]:
-    """The text of a file (``None``: stdin), and a META001 finding if it was not clean UTF-8.
-
-    A binary file (NUL bytes) gives no text: it is reported, not linted.
-    """
-    label = "<stdin>" if path is None else str(path)
+@contextlib.contextmanager
+def _opened(path: Path | None, label: str) -> Iterator[tuple[BinaryIO, int]]:
+    """A file (or stdin) opened for reading in binary, and its size in bytes (0: unknown)."""
+    if path is None:
+        yield sys.stdin.buffer, 0
+        return
     try:
-        data = sys.stdin.buffer.read() if path is None else path.read_bytes()
+        handle = path.open("rb")
     except OSError as exc:
         raise UsageError(f"{label}: {exc.strerror or exc}") from None
-    if b"\0" in data[:65536]:
-        return None, _file_finding(label, 1, "binary file (NUL bytes): not linted")
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    try:
-        return data.decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        message = (
-            f"not valid UTF-8 (first bad byte on line {line}): bad bytes read as U+FFFD "
-            "(the server takes them as a binary string, as mariadb-dump writes BLOBs)"
-        )
-        return data.decode("utf-8", "replace"), _file_finding(label, line, message, Severity.INFO)
+    with handle:
+        yield handle, path.stat().st_size
 
 
 def _file_finding(
@@ -249,8 +240,15 @@ class _Runner:
         return self._rulesets[key]
 
     def lint_text(
-        self, text: str, path: Path | None, label: str, bar: Progress | None = None
+        self,
+        read: Callable[[int], str],
+        path: Path | None,
+        label: str,
+        size: int = 0,
+        bar: Progress | None = None,
     ) -> tuple[FileResult, RuleSet]:
+        """Lint one file's text, given by ``read`` in pieces; ``size`` (characters or bytes,
+        0 if unknown) scales the progress bar."""
         config = self.finder.for_path(path)
         ruleset = self.ruleset(config, path)
         target, target_name = self.target(config, path)
@@ -259,13 +257,13 @@ class _Runner:
 
         def advance(offset: int) -> None:  # a file is one unit of the bar, advanced by offset
             nonlocal done
-            now = offset / max(len(text), 1)
+            now = min(offset / size, 1.0) if size else 0.0
             if bar is not None:
                 bar.advance(now - done)
             done = now
 
-        result = check_source(Source(text, label), ruleset, ctx, config, advance)
-        advance(len(text))
+        result = check_source(read, label, ruleset, ctx, config, advance)
+        advance(size or 1)
         # per-path-ignores drop findings after the run, so they are counted as suppressed
         ignored = [i.upper() for i in config.ignored_for(path)] if path is not None else []
         kept = [f for f in result.findings if not any(f.rule_id.startswith(i) for i in ignored)]
@@ -288,18 +286,18 @@ def lint_paths(paths: Sequence[str], options: LintOptions | None = None) -> Lint
         for path in files:
             label = "<stdin>" if path is None else str(path)
             config = finder.for_path(path)
-            text, problem = read_sql(path)
-            if text is None:
-                results.append(
-                    (FileResult(label, 0, [problem] if problem else [], 0), None, config)
-                )
-            else:
-                result, ruleset = runner.lint_text(text, path, label, bar)
-                if problem is not None:
-                    result.findings.insert(0, problem)
-                results.append((result, ruleset, config))
-                continue
-            bar.advance()
+            with _opened(path, label) as (handle, size):
+                file = SqlFile(handle)
+                if file.binary:
+                    problem = _file_finding(label, 1, "binary file (NUL bytes): not linted")
+                    results.append((FileResult(label, 0, [problem], 0), None, config))
+                    bar.advance()
+                    continue
+                result, ruleset = runner.lint_text(file.read, path, label, size, bar)
+            if file.problem is not None:
+                line, message = file.problem
+                result.findings.insert(0, _file_finding(label, line, message, Severity.INFO))
+            results.append((result, ruleset, config))
     report = _report(results, runner, options, started)
     report.skipped_files = len(skipped)
     return report
@@ -312,7 +310,7 @@ def lint_text(text: str, options: LintOptions | None = None, path: str = "<stdin
     finder = ConfigFinder(options.config)
     runner = _Runner(options, finder)
     file = None if path == "<stdin>" else Path(path)  # for the config's per-path entries
-    result, ruleset = runner.lint_text(text, file, path)
+    result, ruleset = runner.lint_text(io.StringIO(text).read, file, path, len(text))
     return _report([(result, ruleset, finder.for_path(file))], runner, options, started)
 
 

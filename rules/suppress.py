@@ -16,13 +16,12 @@ same parser reads comments inside a digest class's sample query (docs/lint.md,
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 
 from govern.rules.model import Finding, Location, Severity
-from govern.rules.sql.lexer import Source, Token
+from govern.rules.sql.lexer import Comment
 from govern.rules.sql.statement import Statement
 
 _DIRECTIVE = re.compile(r"govern:\s*(?P<verb>[\w-]*)\s*(?P<ids>\[[^\]]*\]?)?")
@@ -31,7 +30,7 @@ _ID = re.compile(r"^[A-Za-z]+[0-9]{3}$")
 
 @dataclasses.dataclass
 class Suppression:
-    comment: Token
+    comment: Comment
     line: int
     column: int
     #: Rule IDs (upper case), or None for every rule.
@@ -49,38 +48,77 @@ class Suppression:
         return self.lines[0] <= line <= self.lines[1]
 
 
-def _meta(rule_id: str, name: str, message: str, source: Source, token: Token) -> Finding:
-    line, column = source.position(token.start)
-    end_line, end_column = source.position(token.end)
+def _meta(rule_id: str, name: str, message: str, path: str | None, comment: Comment) -> Finding:
     return Finding(
         rule_id=rule_id,
         rule_name=name,
         severity=Severity.WARNING,
         message=message,
-        location=Location(source.path, line, column, end_line, end_column),
-        statement_lines=(line, end_line),
-        context=token.value,
+        location=Location(path, comment.line, comment.column, comment.end_line, comment.end_column),
+        statement_lines=(comment.line, comment.end_line),
+        context=comment.value,
     )
 
 
-#: (first offset, offset past its delimiter, (first line, last line)) of a statement.
+#: (first offset in the file, offset past its delimiter, (first line, last line)) of a statement.
 Span = tuple[int, int, tuple[int, int]]
 
 
 def span_of(statement: Statement) -> Span:
-    return statement.start, max(statement.end, statement.stop or 0), statement.lines
+    base = statement.source.base
+    return base + statement.start, base + max(statement.end, statement.stop or 0), statement.lines
+
+
+class Placer:
+    """Attaches each suppression comment to the lines it covers while statements stream by
+    (see the module docstring): inside a statement, or after one on its last line, it covers
+    that statement (the innermost); on a line of its own, the next one. It holds the comments
+    not yet placed and the last statement's spans, never the file's."""
+
+    def __init__(self) -> None:
+        self.pending: list[Comment] = []
+        self.last: list[Span] = []
+        self.placed: list[tuple[Comment, tuple[int, int]]] = []
+
+    def comment(self, comment: Comment) -> None:
+        self.pending.append(comment)
+
+    def statement(self, spans: list[Span]) -> None:
+        """A top-level statement's span then its body's, after the comments before its end."""
+        for comment in self.pending:
+            lines = _covering(comment, [*self.last, *spans])
+            self.placed.append((comment, lines or spans[0][2]))
+        self.pending = []
+        self.last = spans
+
+    def finish(self) -> list[tuple[Comment, tuple[int, int]]]:
+        for comment in self.pending:
+            lines = _covering(comment, self.last)
+            self.placed.append((comment, lines or (comment.line, comment.line)))
+        self.pending = []
+        return self.placed
+
+
+def _covering(comment: Comment, spans: Sequence[Span]) -> tuple[int, int] | None:
+    """Lines of the innermost span containing the comment or ending on its line before it."""
+    candidates = [
+        span
+        for span in spans
+        if span[0] <= comment.offset and (comment.offset <= span[1] or span[2][1] == comment.line)
+    ]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda span: span[1] - span[0])[2]
 
 
 def parse_suppressions(
-    source: Source, comments: Iterable[Token], spans: Sequence[Span], known: set[str]
+    placed: Iterable[tuple[Comment, tuple[int, int]]], path: str | None, known: set[str]
 ) -> tuple[list[Suppression], list[Finding]]:
-    """Suppressions in ``comments`` and META002 findings for the unreadable ones;
-    ``spans`` (see ``span_of``) place each comment on its statement."""
-    spans = sorted(spans)
-    starts = [span[0] for span in spans]
+    """Suppressions in the placed comments (see ``Placer``) and META002 findings for the
+    unreadable ones."""
     suppressions: list[Suppression] = []
     problems: list[Finding] = []
-    for comment in comments:
+    for comment, covered in placed:
         for match in _DIRECTIVE.finditer(comment.value):
             verb = match.group("verb")
             ids_text = match.group("ids")
@@ -91,7 +129,7 @@ def parse_suppressions(
                         "bad-suppression",
                         f"cannot read suppression {match.group(0).strip()!r}: write "
                         "'govern: ignore[ID, …]' or 'govern: ignore-file[ID, …]'",
-                        source,
+                        path,
                         comment,
                     )
                 )
@@ -106,43 +144,22 @@ def parse_suppressions(
                             "META002",
                             "bad-suppression",
                             f"suppression names unknown rule {name!r} (see 'govern rules')",
-                            source,
+                            path,
                             comment,
                         )
                     )
                 rule_ids = tuple(n for n in names if n not in unknown)
                 if not rule_ids:
                     continue
-            line, column = source.position(comment.start)
-            lines = None if verb == "ignore-file" else _covered(source, comment, spans, starts)
-            suppressions.append(Suppression(comment, line, column, rule_ids, lines))
+            lines = None if verb == "ignore-file" else covered
+            suppressions.append(Suppression(comment, comment.line, comment.column, rule_ids, lines))
     return suppressions, problems
-
-
-def _covered(
-    source: Source, comment: Token, spans: Sequence[Span], starts: list[int]
-) -> tuple[int, int]:
-    """Lines of the statement a comment is attached to (see the module docstring)."""
-    line = source.position(comment.start)[0]
-    before = bisect.bisect_right(starts, comment.start) - 1
-    # Innermost statement containing the comment, or ending on its line before it.
-    candidates = [
-        span
-        for span in spans[: before + 1]
-        if span[0] <= comment.start <= span[1] or span[2][1] == line
-    ]
-    if candidates:
-        best = min(candidates, key=lambda span: span[1] - span[0])
-        return best[2]
-    if before + 1 < len(spans):
-        return spans[before + 1][2]
-    return (line, line)
 
 
 def apply_suppressions(
     findings: list[Finding],
     suppressions: list[Suppression],
-    source: Source,
+    path: str | None,
     ran: set[str],
 ) -> tuple[list[Finding], int, list[Finding]]:
     """(kept findings, number suppressed, META003 findings for unused suppressions).
@@ -173,7 +190,7 @@ def apply_suppressions(
                     "META003",
                     "unused-suppression",
                     f"suppression of {', '.join(idle)} suppresses nothing: remove it",
-                    source,
+                    path,
                     suppression.comment,
                 )
             )

@@ -71,18 +71,48 @@ class Token(NamedTuple):
     end: int
 
 
+class Comment(NamedTuple):
+    """A ``govern:`` comment placed in its file: what a suppression needs once the window
+    of text it came from is gone."""
+
+    value: str
+    offset: int  # in the file, to order it among statements
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
 class Source:
-    """One text (a file, stdin or a digest sample) and the offsets of its lines."""
+    """A text (a file, stdin, a digest sample), or a window of a file read in pieces: then
+    ``text`` is the window, which starts at character ``base`` of the file, on line ``line``
+    and column ``column``. Token offsets are the text's; positions are the file's."""
 
-    __slots__ = ("_line_starts", "path", "text")
+    __slots__ = ("_line_starts", "base", "column", "line", "path", "text")
 
-    def __init__(self, text: str, path: str | None = None) -> None:
+    def __init__(
+        self, text: str, path: str | None = None, base: int = 0, line: int = 1, column: int = 1
+    ) -> None:
         self.text = text
         self.path = path
+        self.base = base
+        self.line = line
+        self.column = column
         self._line_starts: list[int] | None = None
 
+    def slice(self, start: int, end: int) -> str:
+        return self.text[start:end]
+
+    def comment(self, token: Token) -> Comment:
+        return Comment(
+            token.value,
+            self.base + token.start,
+            *self.position(token.start),
+            *self.position(token.end),
+        )
+
     def position(self, offset: int) -> tuple[int, int]:
-        """1-based (line, column) of a character offset."""
+        """1-based (line, column) in the file of a character offset of ``text``."""
         if self._line_starts is None:
             starts = [0]
             find = self.text.find
@@ -92,7 +122,8 @@ class Source:
                 index = find("\n", index + 1)
             self._line_starts = starts
         line = bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
+        column = offset - self._line_starts[line - 1] + 1
+        return self.line + line - 1, column + (self.column - 1 if line == 1 else 0)
 
 
 def tokenize(

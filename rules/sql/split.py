@@ -9,7 +9,7 @@ statements, each knowing the loops around it, so rules can look inside.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from govern.rules.sql.lexer import (
     COMMENT,
@@ -19,6 +19,7 @@ from govern.rules.sql.lexer import (
     QIDENT,
     STRING,
     WORD,
+    Comment,
     Source,
     Token,
     token_blocks,
@@ -47,6 +48,59 @@ class Script:
             out.append(statement)
             out.extend(statement.body)
         return out
+
+
+def stream(
+    read: Callable[[int], str],
+    path: str | None,
+    comments: list[Comment],
+    chunk: int = 1 << 20,
+) -> Iterator[Statement]:
+    """The statements of a file read ``chunk`` characters at a time (``read`` as a text
+    file's), for memory bounded by the largest statement rather than the file.
+
+    The splitter runs over a window; the complete statements in it are yielded, and the
+    window then starts again where the last of them ended, with its delimiter and line, so
+    a statement cut by the window's end is read again whole. A window with no complete
+    statement in it grows. ``govern:`` comments go to ``comments``, placed, as they are
+    passed: those before a statement's end before it is yielded.
+    """
+    text = ""
+    base = 0
+    line = column = 1
+    state = Delimiter()
+    eof = False
+    want = chunk
+    while True:
+        while not eof and len(text) < want:
+            data = read(chunk)
+            eof = not data
+            text += data
+        source = Source(text, path, base, line, column)
+        found: list[Token] = []
+        passed = 0  # comments of ``found`` given to ``comments``
+        ended = 0  # offset in ``text`` past the last complete statement
+        resume = Delimiter(state.value, state.line)
+        window = Delimiter(state.value, state.line)
+        for statement in split(source, found, window):
+            if not eof and not statement.terminated:
+                break
+            ended = max(statement.end, statement.stop or 0)
+            resume = Delimiter(window.value, window.line)
+            comments.extend(source.comment(c) for c in found[passed:])
+            passed = len(found)
+            yield statement
+        if eof:
+            comments.extend(source.comment(c) for c in found[passed:])
+            return
+        if ended == 0:
+            want = len(text) * 2  # no statement ends in the window: read more of it
+            continue
+        line, column = source.position(ended)
+        base += ended
+        text = text[ended:]
+        state = resume
+        want = chunk
 
 
 def parse_script(text: str, path: str | None = None) -> Script:
@@ -78,20 +132,32 @@ def _starts_program(tokens: list[Token], index: int) -> bool:
 _LOOKAHEAD = 24
 
 
-def split(source: Source, comments: list[Token]) -> Iterator[Statement]:
+@dataclasses.dataclass
+class Delimiter:
+    """The client's delimiter in force, and the line of the DELIMITER command that set it."""
+
+    value: str = ";"
+    line: int = 0
+
+
+def split(
+    source: Source, comments: list[Token], delimiter_state: Delimiter | None = None
+) -> Iterator[Statement]:
     """The statements of ``source`` in order, one at a time, each with its body walked;
     ``govern:`` comments are appended to ``comments`` as they are met.
 
     Tokens arrive in blocks and each statement is yielded as soon as it ends, so a
     caller that checks and drops statements holds one statement's tokens, not the file's.
+    ``delimiter_state`` is the delimiter to start with, kept current as DELIMITER lines go
+    by (when a statement is yielded, it is the one that ended it).
     """
     text = source.text
     blocks = token_blocks(text)
     tokens: list[Token] = next(blocks, [])
     exhausted = not tokens
     current: list[Token] = []
-    delimiter = ";"
-    delimiter_set = 0  # offset of the DELIMITER line in force
+    state = delimiter_state or Delimiter()
+    delimiter = state.value
     depth = 0  # BEGIN/CASE … END nesting inside a stored program (only with ';')
     program = False
 
@@ -100,7 +166,7 @@ def split(source: Source, comments: list[Token]) -> Iterator[Statement]:
             source, current, terminated=terminated, unclosed_block=depth > 0, stop=stop
         )
         if not terminated and delimiter != ";":
-            statement.open_delimiter = (delimiter, source.position(delimiter_set)[0])
+            statement.open_delimiter = (delimiter, state.line)
         if statement.creates in _PROGRAMS or _anonymous_block(statement):
             statement.body = program_body(statement)
         return statement
@@ -126,8 +192,8 @@ def split(source: Source, comments: list[Token]) -> Iterator[Statement]:
             if current:  # a word "delimiter" inside a statement: a column name, say
                 tokens[index : index + 1] = tokenize(text, token.start, token.end, delimiters=False)
                 continue
-            delimiter = token.value
-            delimiter_set = token.start
+            delimiter = state.value = token.value
+            state.line = source.position(token.start)[0]
             index += 1
             continue
         ends = False

@@ -138,7 +138,7 @@ class Statement:
 
     @property
     def text(self) -> str:
-        return self.source.text[self.start : self.end]
+        return self.source.slice(self.start, self.end)
 
     def position(self, index: int = 0) -> tuple[int, int]:
         """(line, column) of token ``index`` (the statement start by default)."""
@@ -241,7 +241,7 @@ class Statement:
             return None
         first = tokens[index]
         first_name = (
-            first.value if first.kind is QIDENT else self.source.text[first.start : first.end]
+            first.value if first.kind is QIDENT else self.source.slice(first.start, first.end)
         )
         if (
             index + 2 < len(tokens)
@@ -252,7 +252,7 @@ class Statement:
             second_name = (
                 second.value
                 if second.kind is QIDENT
-                else self.source.text[second.start : second.end]
+                else self.source.slice(second.start, second.end)
             )
             return first_name, second_name, index + 3
         return None, first_name, index + 1
@@ -335,7 +335,7 @@ class Statement:
         return 0
 
     def _name_text(self, token: Token) -> str:
-        return token.value if token.kind is QIDENT else self.source.text[token.start : token.end]
+        return token.value if token.kind is QIDENT else self.source.slice(token.start, token.end)
 
     @cached_property
     def tables(self) -> list[TableRef]:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
-from govern.rules.sql.lexer import ERROR, PARAM, STRING, VAR, WORD, Source, tokenize
-from govern.rules.sql.split import parse_script
+from govern.rules.sql.lexer import ERROR, PARAM, STRING, VAR, WORD, Comment, Source, tokenize
+from govern.rules.sql.split import parse_script, stream
 from govern.rules.sql.statement import Statement
+from tests.paths import TESTS
 
 
 def texts(sql: str) -> list[str]:
@@ -166,3 +169,28 @@ def test_statement_structure_helpers() -> None:
     )
     assert Statement.from_sql("INSERT INTO t SET a = 1").row_count == 1
     assert Statement.from_sql("INSERT INTO t SELECT * FROM u").row_count == 0
+
+
+def _windowed(text: str, chunk: int) -> tuple[list[tuple[object, ...]], list[object]]:
+    reader = io.StringIO(text)
+    comments: list[Comment] = []
+    statements = [
+        (s.text, s.lines, s.position(), s.terminated, s.open_delimiter, [b.text for b in s.body])
+        for s in stream(reader.read, "f.sql", comments, chunk=chunk)
+    ]
+    return statements, [(c.value, c.line, c.column, c.offset) for c in comments]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1000])
+def test_reading_in_windows_gives_the_same_statements_and_positions(chunk: int) -> None:
+    """Windows cut statements, strings, comments, DELIMITER lines and delimiters anywhere:
+    each statement is read again whole, with the file's lines and columns."""
+    text = (TESTS / "corpus" / "sql-oracle" / "dialect-cases.sql").read_text()
+    text = text.replace(
+        "SELECT 1;", "SELECT 1; -- govern: ignore[QC004]\n  SELECT 'x;y'; SELECT 2;"
+    )
+    whole, whole_comments = _windowed(text, len(text) + 1)
+    assert len(whole) > 50 and whole_comments
+    assert _windowed(text, chunk) == (whole, whole_comments)
+    reference = [(s.text, s.lines, s.position()) for s in parse_script(text).statements]
+    assert [w[:3] for w in whole] == reference
