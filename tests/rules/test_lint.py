@@ -142,6 +142,61 @@ def test_garbage_never_tracebacks(tree: Path) -> None:
     assert json.loads(result.stdout)["files"] == 40
 
 
+@pytest.mark.parametrize(
+    ("sql", "deepest"),
+    [
+        ("SELECT " + "(" * 10_000 + "1" + ")" * 10_000 + ";\n", "10,000"),
+        (
+            "SELECT * FROM t WHERE a IN "
+            + "(SELECT a FROM t WHERE a IN " * 2_000
+            + "(1)"
+            + ")" * 2_000
+            + ";\n",
+            "2,001",
+        ),
+    ],
+    ids=["10000-parentheses", "2000-subqueries"],
+)
+def test_deep_nesting_is_one_finding_not_a_traceback(tree: Path, sql: str, deepest: str) -> None:
+    """sqlglot recursed into a RecursionError (exit 1, read as findings) on these."""
+    write(tree / "deep.sql", sql + "SELEC broken;\n")
+    result = lint("deep.sql", "--format", "json", "--severity", "info")
+    assert result.exit_code == 1 and not isinstance(result.exception, RecursionError)
+    found = [(f["line"], f["rule"], f["severity"]) for f in json.loads(result.stdout)["findings"]]
+    assert found == [(1, "META001", "info"), (2, "META001", "error")]  # the rest is still linted
+    message = json.loads(result.stdout)["findings"][0]["message"]
+    assert message.startswith(f"not analysed: brackets nested {deepest} deep")
+    assert (
+        lint("deep.sql").exit_code == 1 and "1 below --severity warning" in lint("deep.sql").stdout
+    )
+
+
+def test_the_delimiter_repro_reports_the_typo_and_the_run(tree: Path) -> None:
+    sql = "DELIMITER $$\nCREATE PROCEDURE p() BEGIN SELECT 1; END$$\nDELIMITER ;\nSELEC broken;\n"
+    sql += "".join(f"INSERT INTO t (a) VALUES ({i});\n" for i in range(1, 31))
+    write(tree / "d.sql", sql)
+    result = lint("d.sql", "--format", "json", "--target", "mariadb-10.11", "--severity", "info")
+    document = json.loads(result.stdout)
+    assert document["statements"] == 32
+    assert findings(result) == [("d.sql", 4, "META001"), ("d.sql", 5, "BATCH008")]
+
+
+def test_a_delimiter_block_never_closed_is_reported_once(tree: Path) -> None:
+    write(
+        tree / "d.sql",
+        "SELECT 1;\nDELIMITER //\nCREATE PROCEDURE p() BEGIN SELECT 1; END\n" + "SELECT 2;\n" * 5,
+    )
+    document = json.loads(lint("d.sql", "--format", "json").stdout)
+    assert [(f["line"], f["rule"], f["message"]) for f in document["findings"]] == [
+        (
+            3,
+            "META001",
+            "no // ends this statement before the end of the file: the DELIMITER // of line 2 "
+            "is still in force, so everything from here on is one statement",
+        )
+    ]
+
+
 # --- configuration --------------------------------------------------------------------------
 
 
