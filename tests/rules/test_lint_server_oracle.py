@@ -232,3 +232,11 @@ def test_figures(verdicts: list[Verdict], capsys: pytest.CaptureFixture[str]) ->
             f"{errors:,} as errors)"
         )
     assert accepted and rejected
+
+
+def test_messages_are_in_the_users_words(verdicts: list[Verdict]) -> None:
+    """What was expected where, never a parser's exception text."""
+    messages = [message for v in verdicts for _, message in v.govern]
+    assert len(messages) >= 200
+    internal = ("<class", "TokenType", "Required keyword", "Invalid expression", "sqlglot.")
+    assert [m for m in messages if any(word in m for word in internal)] == []
