@@ -62,7 +62,7 @@ _PATH_KEYS = ("glob", "target", "skip", "batch-job")
 @dataclasses.dataclass(frozen=True)
 class PathRule:
     """One ``[[lint.paths]]`` entry: files matching ``glob`` get ``target``, are skipped, or
-    are batch jobs (BATCH010)."""
+    are batch jobs (BATCH010, BATCH011)."""
 
     glob: str
     target: str | None = None
@@ -176,9 +176,14 @@ def _check_keys(
     choices = list(known)
     for key in data:
         if key not in choices:
-            near = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
-            hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(choices)}"
+            hint = _hint(key, choices)
             raise ConfigError(f"{source.at(table, key, where)} unknown key {key!r} ({hint})")
+
+
+def _hint(key: str, choices: list[str], otherwise: str | None = None) -> str:
+    """``did you mean 'severity'?`` for the nearest choice, else what is known."""
+    near = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
+    return f"did you mean {near[0]!r}?" if near else otherwise or f"known: {', '.join(choices)}"
 
 
 @dataclasses.dataclass
@@ -277,21 +282,17 @@ def parse_config(
                 elif name in known:
                     options[name] = known[name].check(option_value, here)
                 else:
-                    choices = ["severity", *known]
-                    near = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
-                    hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(choices)}"
+                    hint = _hint(name, ["severity", *known])
                     where = source.at(["rules", key], name, here)
                     raise ConfigError(f"{where} unknown option {name!r} ({hint})")
             config.options[rule.id] = options
         else:
             from govern.rules.registry import all_rules
 
-            choices = ["select", "ignore", "per-class-ignores"]
-            near = difflib.get_close_matches(key, [*choices, *(r.id for r in all_rules())], n=1)
-            hint = (
-                f"did you mean {near[0]!r}?"
-                if near
-                else "select, ignore, per-class-ignores, or a table named by a rule ID"
+            hint = _hint(
+                key,
+                ["select", "ignore", "per-class-ignores", *(r.id for r in all_rules())],
+                "select, ignore, per-class-ignores, or a table named by a rule ID",
             )
             raise ConfigError(
                 f"{source.at(['rules'], key, rules_where)} unknown key {key!r} ({hint})"
@@ -321,7 +322,7 @@ def parse_config(
 
 
 def _path_rules(value: Any, where: str, source: _Source) -> list[PathRule]:
-    """``[[lint.paths]]`` entries, checked (a glob, and a target or skip)."""
+    """``[[lint.paths]]`` entries, checked (a glob, and a target, skip or batch-job)."""
     from govern.rules.target import parse_target
 
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
