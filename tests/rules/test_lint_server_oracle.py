@@ -84,8 +84,10 @@ def _client(server: MariaDB, program: str, *args: str, stdin: bytes | None = Non
 
 
 @pytest.fixture(scope="module")
-def corpus(mariadb: MariaDB) -> dict[str, str]:
-    """Name → SQL text: the committed files and mariadb-dump's output of Sakila."""
+def corpus(mariadb: MariaDB) -> Iterator[dict[str, str]]:
+    """Name → SQL text: the committed files and mariadb-dump's output of Sakila (the schema is
+    dropped afterwards: its event and routines must not outlive the module on the shared
+    server)."""
     server = mariadb
     if server.pid() is None:
         server.start()
@@ -93,31 +95,36 @@ def corpus(mariadb: MariaDB) -> dict[str, str]:
     files["sakila-data.sql"] = gzip.decompress(
         (CORPUS / "sakila-data.sql.gz").read_bytes()
     ).decode()
-    # Sakila on the server (its own DROP/CREATE SCHEMA sakila), an event for the dumps.
-    _client(
-        server, "mariadb", stdin=(files["sakila-schema.sql"] + files["sakila-data.sql"]).encode()
-    )
-    _client(
-        server,
-        "mariadb",
-        "sakila",
-        stdin=(
-            b"CREATE EVENT IF NOT EXISTS purge_rentals ON SCHEDULE EVERY 1 DAY DISABLE DO\n"
-            b"DELETE FROM rental WHERE return_date < NOW() - INTERVAL 10 YEAR LIMIT 1000;\n"
-        ),
-    )
-    for name, options in DUMP_VARIANTS.items():
-        files[f"mariadb-dump-{name}.sql"] = _client(
+    try:
+        # Sakila on the server (its own DROP/CREATE SCHEMA sakila), an event for the dumps.
+        _client(
             server,
-            "mariadb-dump",
-            "--routines",
-            "--triggers",
-            "--events",
-            "--where=1 LIMIT 150",
-            *options,
+            "mariadb",
+            stdin=(files["sakila-schema.sql"] + files["sakila-data.sql"]).encode(),
+        )
+        _client(
+            server,
+            "mariadb",
             "sakila",
-        ).decode(errors="replace")  # BLOBs without --hex-blob: read as govern reads them
-    return files
+            stdin=(
+                b"CREATE EVENT IF NOT EXISTS purge_rentals ON SCHEDULE EVERY 1 DAY DISABLE DO\n"
+                b"DELETE FROM rental WHERE return_date < NOW() - INTERVAL 10 YEAR LIMIT 1000;\n"
+            ),
+        )
+        for name, options in DUMP_VARIANTS.items():
+            files[f"mariadb-dump-{name}.sql"] = _client(
+                server,
+                "mariadb-dump",
+                "--routines",
+                "--triggers",
+                "--events",
+                "--where=1 LIMIT 150",
+                *options,
+                "sakila",
+            ).decode(errors="replace")  # BLOBs without --hex-blob: read as govern reads them
+        yield files
+    finally:
+        _client(server, "mariadb", stdin=b"DROP DATABASE IF EXISTS sakila;\n")
 
 
 _COMMENT = re.compile(r"/\*(?!M?!).*?\*/|(?:--\s|#)[^\n]*", re.DOTALL)
