@@ -59,6 +59,11 @@ _ISOLATED_ENV = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # rustup's cargo finds its toolchain under $HOME unless told: keep the real one, or
+    # the wheel test's build skips the (optional) native core.
+    for name, folder in (("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")):
+        if name not in os.environ and (Path.home() / folder).is_dir():
+            os.environ[name] = str(Path.home() / folder)
     home = Path(tempfile.mkdtemp(prefix="govern-home-"))
     os.environ["HOME"] = str(home)
     os.environ["XDG_STATE_HOME"] = str(home / "state")
