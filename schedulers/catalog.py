@@ -474,8 +474,6 @@ def _job(
     defaults: Mapping[str, Any],
     worker_names: set[str],
 ) -> JobSpec:
-    from govern.schedulers.launch import wrap_available
-
     where = (section, name)
     if not NAME_RE.match(name):
         raise r.fail(f"job name {name!r}: letters, digits, _ . : - only", *where)
@@ -494,12 +492,6 @@ def _job(
         if worker not in worker_names:
             raise r.fail(f"job {name}: unknown worker {worker!r}", *where, "workers")
     wrap = r.boolean(merged, "wrap", False, *where)
-    if wrap and not wrap_available():
-        raise r.fail(
-            f"job {name}: wrap = true needs `govern run`, which this govern does not have",
-            *where,
-            "wrap",
-        )
     return JobSpec(
         name=name,
         order=0,  # set by _build: catalog order, the FIFO order

@@ -34,19 +34,10 @@ from govern.connection import DEFAULT_PORT, ConnectionSettings
 from govern.schedulers.catalog import JobSpec
 
 
-def wrap_available() -> bool:
-    """True when this govern has the `govern run` command (docs/run.md)."""
-    from govern.cli import COMMANDS
-
-    return "run" in COMMANDS
-
-
-def govern_run_prefix() -> str | None:
-    """How a job script starts this govern's `govern run` (``$GOVERN_RUN``), if it has one.
+def govern_run_prefix() -> str:
+    """How a job script starts this govern's `govern run` (``$GOVERN_RUN``).
 
     The scheduler's own govern, so a job needs no govern on its PATH (a virtualenv)."""
-    if not wrap_available():
-        return None
     script = Path(sys.executable).parent / "govern"
     return f"{script} run" if script.is_file() else f"{sys.executable} -m govern run"
 
@@ -147,9 +138,7 @@ def job_environment(
     )
     if attempt.rows is not None:
         env["GOVERN_JOB_ROWS"] = str(attempt.rows)
-    run = govern_run_prefix()
-    if run is not None:
-        env["GOVERN_RUN"] = run
+    env["GOVERN_RUN"] = govern_run_prefix()
     env.update(worker.environment("GOVERN_WORKER"))
     if primary is not None:
         env.update(primary.environment("GOVERN_PRIMARY"))

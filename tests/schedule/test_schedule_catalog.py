@@ -189,18 +189,25 @@ def test_no_workers_or_jobs(tmp_path: Path) -> None:
     )
 
 
-def test_wrap_needs_govern_run(tmp_path: Path) -> None:
-    from govern.schedulers.launch import wrap_available
-
-    body = GOOD.replace('command = "./job.sh click"', 'command = "./job.sh click"\nwrap = true')
-    if wrap_available():  # accepted once `govern run` exists
-        (tmp_path / "totals.sql").write_text("SELECT 1;\n")
-        _script(tmp_path)
-        assert load_catalog(write_catalog(tmp_path, body)).job("clicks").wrap is True
-    else:
-        assert _error(tmp_path, body) == (
-            "CATALOG:29: job clicks: wrap = true needs `govern run`, which this govern does not have"
-        )
+def test_wrap_is_read_from_defaults_and_jobs(tmp_path: Path) -> None:
+    body = GOOD.replace("retries = 1\n", "retries = 1\nwrap = true\n").replace(
+        'command = "./job.sh click"', 'command = "./job.sh click"\nwrap = false'
+    )
+    body = body.replace('key = "page_view"', 'key = "page_view"\nwrap_mode = "session"')
+    (tmp_path / "totals.sql").write_text("SELECT 1;\n")
+    _script(tmp_path)
+    catalog = load_catalog(write_catalog(tmp_path, body))
+    assert [(j.name, j.wrap, j.wrap_mode) for j in catalog.jobs] == [
+        ("clicks", False, "auto"),
+        ("views", True, "session"),
+        ("totals", True, "auto"),
+    ]
+    assert _error(tmp_path, body.replace('wrap_mode = "session"', 'wrap_mode = "loud"')) == (
+        "CATALOG:35: wrap_mode must be one of auto, global, threshold, session; got 'loud'"
+    )
+    assert _error(tmp_path, body.replace("wrap = false", 'wrap = "no"')) == (
+        "CATALOG:30: wrap must be true or false, got 'no'"
+    )
 
 
 def test_find_cycle() -> None:

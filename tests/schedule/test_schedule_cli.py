@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from govern.schedulers.catalog import load_catalog
-from govern.schedulers.launch import ServerHandle, job_argv, wrap_available
+from govern.schedulers.launch import ServerHandle, job_argv
 from tests.harness import MariaDB
 from tests.schedule.support import govern, worker_table, write_catalog
 
@@ -342,10 +342,6 @@ def test_wrapped_job_command_line(server: MariaDB, tmp_path: Path) -> None:
     )[-1] == ("--init-command=SET SESSION max_statement_time = 61")
 
 
-@pytest.mark.skipif(
-    not wrap_available(),
-    reason="this govern has no `govern run` command; wrap = true needs it",
-)
 def test_a_wrapped_job_runs_under_govern_run(
     server: MariaDB, tmp_path: Path, state_path: Path
 ) -> None:
