@@ -48,18 +48,18 @@ def schedule() -> None:
 def plan(catalog_path: str, policy: str | None, state_path: str | None, as_json: bool) -> None:
     """Show the order, the lane of each job, predicted start and finish, and the
     "% done vs % of the night" curve. Reads only: changes nothing."""
+    from govern.schedulers.cron import next_fire_time
     from govern.schedulers.history import History
     from govern.schedulers.night import secrets_dir
     from govern.schedulers.plan import make_plan
     from govern.schedulers.render import print_plan
-    from govern.schedulers.service import next_fire_time
     from govern.schedulers.workers import ServerPool
 
     catalog = load_catalog(catalog_path)
+    schedule = catalog.schedule
+    start = next_fire_time(schedule.cron, schedule.timezone) if schedule else None  # None: now
     with StateStore.open(state_path) as store, ServerPool(catalog, secrets_dir(store)) as pool:
-        document = make_plan(
-            catalog, pool, History(store), policy, base_time=next_fire_time(catalog)
-        ).to_json()
+        document = make_plan(catalog, pool, History(store), policy, base_time=start).to_json()
     if as_json:
         print_json(document)
         return

@@ -46,31 +46,13 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from govern.errors import ConfigError, GovernError
 from govern.output import info
-from govern.schedulers.catalog import Catalog, ScheduleSpec, load_catalog
+from govern.schedulers.catalog import ScheduleSpec, load_catalog
+from govern.schedulers.cron import make_trigger
 from govern.schedulers.history import History, NightLabel
 from govern.schedulers.runner import StopRequest
 from govern.state import StateStore
 
 NIGHT_JOB_ID = "night"
-
-
-def make_trigger(cron: str, timezone: str) -> Any:
-    """A CronTrigger from a crontab line in a named timezone (ValueError, LookupError)."""
-    from zoneinfo import ZoneInfo
-
-    from apscheduler.triggers.cron import CronTrigger
-
-    return CronTrigger.from_crontab(cron, timezone=ZoneInfo(timezone))
-
-
-def next_fire_time(catalog: Catalog, now: datetime | None = None) -> datetime:
-    """When the next night starts: the cron's next fire, or now without a [schedule]."""
-    current = now or datetime.now().astimezone()
-    if catalog.schedule is None:
-        return current
-    trigger = make_trigger(catalog.schedule.cron, catalog.schedule.timezone)
-    fire: datetime | None = trigger.get_next_fire_time(None, current)
-    return fire or current
 
 
 class _RememberingJobStore(MemoryJobStore):

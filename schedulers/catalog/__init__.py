@@ -1,0 +1,38 @@
+"""The summary catalog: a TOML file of jobs and workers, checked whole before anything runs.
+
+* :mod:`~govern.schedulers.catalog.model`: what a catalog holds (frozen dataclasses);
+* :mod:`~govern.schedulers.catalog.load`: the file read and checked, one ``file:line`` error;
+* :mod:`~govern.schedulers.catalog.reader`: typed access to the TOML that words those errors;
+* :mod:`~govern.schedulers.catalog.tomllines`: the line each TOML key is on;
+* :mod:`~govern.schedulers.catalog.cycles`: dependency cycles.
+"""
+
+from govern.schedulers.catalog.cycles import find_cycle
+from govern.schedulers.catalog.load import load_catalog
+from govern.schedulers.catalog.model import (
+    KEY_PLACEHOLDER,
+    NAME_RE,
+    POLICIES,
+    WRAP_MODES,
+    Catalog,
+    JobSpec,
+    LagGuard,
+    ScheduleSpec,
+    SizingSpec,
+    WorkerSpec,
+)
+
+__all__ = [
+    "KEY_PLACEHOLDER",
+    "NAME_RE",
+    "POLICIES",
+    "WRAP_MODES",
+    "Catalog",
+    "JobSpec",
+    "LagGuard",
+    "ScheduleSpec",
+    "SizingSpec",
+    "WorkerSpec",
+    "find_cycle",
+    "load_catalog",
+]

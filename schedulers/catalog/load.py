@@ -1,0 +1,327 @@
+"""Reading a catalog file: TOML in, a checked :class:`Catalog` out, or one ``file:line`` error.
+
+A bad catalog (a cycle, an unknown dependency or worker, a typo in a key, a missing SQL file)
+fails with exit 2 before anything runs, so a night never starts half-configured. The format is
+documented in docs/schedule.md ("The catalog").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from govern.connection import resolve_settings
+from govern.errors import ConfigError, GovernError
+from govern.schedulers.catalog.cycles import find_cycle
+from govern.schedulers.catalog.model import (
+    CONNECTION_KEYS,
+    ENDS,
+    KEY_PLACEHOLDER,
+    NAME_RE,
+    POLICIES,
+    WRAP_MODES,
+    Catalog,
+    JobSpec,
+    LagGuard,
+    ScheduleSpec,
+    SizingSpec,
+    WorkerSpec,
+)
+from govern.schedulers.catalog.reader import Reader
+from govern.schedulers.cron import local_timezone, make_trigger
+
+
+def load_catalog(path: str | Path) -> Catalog:
+    """Read and check a catalog; raise ConfigError (exit 2) naming file:line on any mistake."""
+    path = Path(path).resolve()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the catalog ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: the catalog is not UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        found = re.search(r"\(at line (\d+), column \d+\)", message)
+        line = found.group(1) if found else "1"
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", message)
+        raise ConfigError(f"{path}:{line}: {message}") from None
+    reader = Reader(path, text)
+    try:
+        return _build(reader, data)
+    except GovernError:
+        raise
+    except (TypeError, ValueError) as exc:  # a shape the checks above did not foresee
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def _build(r: Reader, data: Mapping[str, Any]) -> Catalog:
+    r.table(data, "")
+    name = r.string(data, "name") or r.path.stem
+    if not NAME_RE.match(name):
+        raise r.fail(f"name {name!r} must be letters, digits, _ . : - (up to 128)", "name")
+    policy = r.choice(data, "policy", "sjf", POLICIES)
+    defaults = r.table(data.get("defaults", {}), "defaults", "defaults")
+    workers = _workers(r, data.get("workers"))
+    jobs, templates = _jobs(
+        r, data.get("jobs"), data.get("each"), defaults, {w.name for w in workers}
+    )
+    jobs = tuple(dataclasses.replace(j, order=i) for i, j in enumerate(jobs))
+    sizing_data = r.table(data.get("sizing", {}), "sizing", "sizing")
+    sizing = SizingSpec(
+        query=r.string(sizing_data, "query", "sizing"),
+        server=r.string(sizing_data, "server", "sizing"),
+        line=r.line("sizing", "query"),
+    )
+    primary = None
+    if "primary" in data:
+        primary = _connection(r, r.table(data["primary"], "primary", "primary"), "primary")
+    servers = {w.name for w in workers} | ({"primary"} if primary is not None else set())
+    if sizing.server is not None and sizing.server not in servers:
+        raise r.fail(
+            f"sizing.server {sizing.server!r} is not a worker"
+            + (" or the primary" if primary is not None else ""),
+            "sizing",
+            "server",
+        )
+    estimate = r.table(data.get("estimate", {}), "estimate", "estimate")
+    return Catalog(
+        path=r.path,
+        name=name,
+        policy=policy,
+        workers=workers,
+        primary=primary,
+        jobs=jobs,
+        templates=templates,
+        sizing=sizing,
+        rows_per_second=r.number(estimate, "rows_per_second", 100_000, "estimate", minimum=1e-9),
+        history_window=r.integer(estimate, "history", 20, "estimate", minimum=1),
+        lag_guard=_lag_guard(r, data.get("lag_guard")),
+        schedule=_schedule(r, data.get("schedule")),
+        kill_grace=r.duration(data, "kill_grace", 10.0) or 0.0,
+    )
+
+
+def _connection(r: Reader, data: Mapping[str, Any], *where: str) -> dict[str, Any]:
+    """Connection keys for resolve_settings (passwords were refused by the key check)."""
+    connection: dict[str, Any] = {}
+    for key in CONNECTION_KEYS:
+        if key == "port":
+            if "port" in data:
+                connection["port"] = r.integer(data, "port", 0, *where, minimum=1)
+            continue
+        value = r.string(data, key, *where)
+        if value is None:
+            continue
+        if key == "defaults_file":
+            file = (r.path.parent / value).resolve()
+            if not file.is_file():
+                raise r.fail(f"defaults_file {value}: no such file", *where, key)
+            value = str(file)
+        connection[key] = value
+    try:
+        resolve_settings(**connection)
+    except GovernError as exc:
+        raise r.fail(exc.message, *where) from None
+    return connection
+
+
+def _workers(r: Reader, data: Any) -> tuple[WorkerSpec, ...]:
+    if not data:
+        raise r.fail("the catalog needs at least one [workers.NAME] table", "workers")
+    if not isinstance(data, Mapping):
+        raise r.fail("[workers] must be a table of [workers.NAME] tables", "workers")
+    workers = []
+    for name, spec in data.items():
+        where = ("workers", name)
+        if not NAME_RE.match(name):
+            raise r.fail(f"worker name {name!r}: letters, digits, _ . : - only", *where)
+        spec = r.table(spec, "worker", *where)
+        end = spec.get("end")
+        if end is not None and end not in ENDS:
+            raise r.fail(f"end must be 'short' or 'long', got {end!r}", *where, "end")
+        workers.append(
+            WorkerSpec(
+                name=name,
+                connection=_connection(r, spec, *where),
+                concurrency=r.integer(spec, "concurrency", 1, *where, minimum=1),
+                end=end,
+                line=r.line(*where),
+            )
+        )
+    return tuple(workers)
+
+
+def _jobs(
+    r: Reader, data: Any, each: Any, defaults: Mapping[str, Any], worker_names: set[str]
+) -> tuple[tuple[JobSpec, ...], tuple[JobSpec, ...]]:
+    """[jobs.NAME] tables and [each.NAME] templates, checked together (names, dependencies)."""
+    if not data and not each:
+        raise r.fail("the catalog needs at least one [jobs.NAME] or [each.NAME] table", "jobs")
+    jobs = [
+        _job(r, "jobs", name, spec, defaults, worker_names)
+        for name, spec in _tables(r, data, "jobs").items()
+    ]
+    templates = [
+        _job(r, "each", name, spec, defaults, worker_names)
+        for name, spec in _tables(r, each, "each").items()
+    ]
+    for template in templates:
+        if any(j.name == template.name for j in jobs):
+            raise r.fail(f"{template.name} is both a job and a template", "each", template.name)
+    _check_dependencies(r, [*jobs, *templates])
+    return tuple(jobs), tuple(templates)
+
+
+def _tables(r: Reader, data: Any, section: str) -> Mapping[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise r.fail(f"[{section}] must be a table of [{section}.NAME] tables", section)
+    return data
+
+
+def _job(
+    r: Reader,
+    section: str,
+    name: str,
+    spec: Any,
+    defaults: Mapping[str, Any],
+    worker_names: set[str],
+) -> JobSpec:
+    where = (section, name)
+    if not NAME_RE.match(name):
+        raise r.fail(f"job name {name!r}: letters, digits, _ . : - only", *where)
+    spec = r.table(spec, "job" if section == "jobs" else "each", *where)
+    merged = {**defaults, **spec}
+    sql, command = _what_to_run(r, spec, *where, template=section == "each")
+    sources = [k for k in ("key", "rows", "rows_from_table") if k in spec]
+    if len(sources) > 1:
+        raise r.fail(f"size a job one way: {' or '.join(sources)}", *where, sources[1])
+    rows = r.integer(spec, "rows", 0, *where) if "rows" in spec else None
+    table = r.string(spec, "rows_from_table", *where)
+    if table is not None and not re.fullmatch(r"[^.\s]+\.[^.\s]+", table):
+        raise r.fail(f"rows_from_table must be schema.table, got {table!r}", *where)
+    allowed = r.names(spec, "workers", *where)
+    for worker in allowed or ():
+        if worker not in worker_names:
+            raise r.fail(f"job {name}: unknown worker {worker!r}", *where, "workers")
+    wrap = r.boolean(merged, "wrap", False, *where)
+    return JobSpec(
+        name=name,
+        order=0,  # set by _build: catalog order, the FIFO order
+        sql=sql,
+        command=command,
+        key=r.string(spec, "key", *where) or name,
+        rows=rows,
+        rows_from_table=table,
+        depends_on=r.names(spec, "depends_on", *where) or (),
+        workers=allowed,
+        weight=r.number(merged, "weight", 1.0, *where, minimum=1e-9),
+        timeout=r.duration(merged, "timeout", None, *where),
+        retries=r.integer(merged, "retries", 0, *where),
+        retry_delay=r.duration(merged, "retry_delay", 30.0, *where) or 0.0,
+        wrap=wrap,
+        wrap_mode=r.choice(merged, "wrap_mode", "auto", WRAP_MODES, *where),
+        line=r.line(*where),
+        template=name if section == "each" else None,
+        key_given="key" in spec,
+    )
+
+
+def _what_to_run(
+    r: Reader, spec: Mapping[str, Any], *where: str, template: bool
+) -> tuple[Path | None, tuple[str, ...] | None]:
+    if ("sql" in spec) == ("command" in spec):
+        raise r.fail("a job needs exactly one of sql = FILE or command = ...", *where)
+    if "sql" in spec:
+        value = r.string(spec, "sql", *where) or ""
+        file = (r.path.parent / value).resolve()
+        if not (template and KEY_PLACEHOLDER in value) and not file.is_file():
+            raise r.fail(f"sql file {value}: no such file", *where, "sql")
+        return file, None
+    command = spec["command"]
+    if isinstance(command, str) and command.strip():
+        return None, ("/bin/sh", "-c", command)
+    if (
+        isinstance(command, list)
+        and command
+        and all(isinstance(part, str) and part for part in command)
+    ):
+        program = command[0]
+        if "/" in program and KEY_PLACEHOLDER not in program:
+            file = r.path.parent / program
+            if not file.is_file():
+                raise r.fail(f"command {program}: no such file", *where, "command")
+            if not os.access(file, os.X_OK):
+                raise r.fail(f"command {program}: not executable (chmod +x)", *where, "command")
+        return None, tuple(command)
+    raise r.fail("command must be a shell string or a non-empty list of arguments", *where)
+
+
+def _check_dependencies(r: Reader, jobs: list[JobSpec]) -> None:
+    """Unknown names first, then cycles: both are reported with the job's line."""
+    names = {j.name for j in jobs}
+    section = {j.name: "each" if j.template else "jobs" for j in jobs}
+    for job in jobs:
+        where = (section[job.name], job.name, "depends_on")
+        for dep in job.depends_on:
+            if dep not in names:
+                close = difflib.get_close_matches(dep, sorted(names), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise r.fail(f"job {job.name}: unknown dependency {dep!r}{hint}", *where)
+            if dep == job.name:
+                raise r.fail(f"job {job.name} depends on itself", *where)
+    cycle = find_cycle({j.name: j.depends_on for j in jobs})
+    if cycle:
+        raise r.fail(
+            f"dependency cycle: {' -> '.join(cycle)}", section[cycle[0]], cycle[0], "depends_on"
+        )
+
+
+def _lag_guard(r: Reader, data: Any) -> LagGuard | None:
+    if data is None:
+        return None
+    data = r.table(data, "lag_guard", "lag_guard")
+    if "max_lag" not in data:
+        raise r.fail("[lag_guard] needs max_lag (e.g. max_lag = '30s')", "lag_guard")
+    table = r.string(data, "heartbeat_table", "lag_guard") or "percona.heartbeat"
+    if not re.fullmatch(r"[A-Za-z0-9_$]+\.[A-Za-z0-9_$]+", table):
+        raise r.fail(f"heartbeat_table must be schema.table, got {table!r}", "lag_guard")
+    return LagGuard(
+        max_lag=r.duration(data, "max_lag", None, "lag_guard") or 0.0,
+        heartbeat_table=table,
+        heartbeat_utc=r.boolean(data, "heartbeat_utc", False, "lag_guard"),
+        check_interval=r.duration(data, "check_interval", 5.0, "lag_guard") or 1.0,
+    )
+
+
+def _schedule(r: Reader, data: Any) -> ScheduleSpec | None:
+    if data is None:
+        return None
+    data = r.table(data, "schedule", "schedule")
+    cron = r.string(data, "cron", "schedule")
+    if not cron:
+        raise r.fail("[schedule] needs cron (e.g. cron = '30 1 * * *')", "schedule")
+    timezone = r.string(data, "timezone", "schedule") or local_timezone()
+    try:
+        make_trigger(cron, timezone)
+    except ValueError as exc:
+        raise r.fail(f"schedule: {exc}", "schedule", "cron") from None
+    except LookupError:
+        raise r.fail(f"unknown timezone {timezone!r}", "schedule", "timezone") from None
+    return ScheduleSpec(
+        cron=cron,
+        timezone=timezone,
+        misfire_grace=r.duration(data, "misfire_grace", 3600.0, "schedule") or 0.0,
+        coalesce=r.boolean(data, "coalesce", True, "schedule"),
+        shutdown_grace=r.duration(data, "shutdown_grace", 300.0, "schedule") or 0.0,
+    )
