@@ -6,6 +6,7 @@ the text output is rendered from the same document.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pymysql
@@ -99,13 +100,32 @@ def window_json(record: RunRecord) -> dict[str, Any] | None:
     }
 
 
+def recorded_windows(state_path: str | None) -> list[dict[str, Any]]:
+    """The blind windows of every run in the state file (default location if None), as
+    ``govern history --json`` lists them; none when the file is absent.
+
+    Reading never creates a state file: a host that never ran ``govern run`` has no windows.
+    """
+    from govern.state import default_state_path
+
+    target = Path(state_path) if state_path else default_state_path()
+    if not target.is_file():
+        return []
+    with StateStore.open(target) as store:
+        return _windows(journal.history(store))
+
+
 def history_document(store: StateStore, records: list[RunRecord]) -> dict[str, Any]:
     return {
         "schema": HISTORY_SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "runs": runs_json(store, records),
-        "windows": [w for r in records if (w := window_json(r)) is not None],
+        "windows": _windows(records),
     }
+
+
+def _windows(records: list[RunRecord]) -> list[dict[str, Any]]:
+    return [w for r in records if (w := window_json(r)) is not None]
 
 
 def recover_document(

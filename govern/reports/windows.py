@@ -2,7 +2,8 @@
 
 ``govern history --json`` (the ``govern.run.history`` document) exports them as
 ``windows[]``; the digest report shades them on its load chart so a quiet stretch
-that was really a blind one is never read as a quiet server.
+that was really a blind one is never read as a quiet server. They reach this module as that
+plain data: reading the state store is the run feature's (govern.wrappers.status).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import Any
 
 from govern.charts import Window
 from govern.errors import UsageError
-from govern.state import StateStore
 
 
 def epoch(stamp: str) -> float:
@@ -39,33 +39,16 @@ def window(raw: dict[str, Any]) -> Window:
     )
 
 
-def windows_from_history(document: dict[str, Any], source: str = "history") -> list[Window]:
+def chart_windows(raws: Iterable[dict[str, Any]], source: str) -> list[Window]:
+    """``windows[]`` entries (of a saved history, or govern.wrappers.status.recorded_windows)."""
     try:
-        return [window(raw) for raw in document.get("windows") or []]
+        return [window(raw) for raw in raws]
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{source}: a blind window without a valid {exc}") from None
 
 
-def windows_from_state(store: StateStore) -> list[Window]:
-    """Every blind window this host's ``govern run`` recorded in the state store."""
-    from govern.wrappers import journal
-    from govern.wrappers.status import window_json
-
-    return [window(raw) for record in journal.history(store) if (raw := window_json(record))]
-
-
-def windows_from_state_file(path: str | None) -> list[Window]:
-    """Windows from the state file at ``path`` (default location if None); none if it is absent.
-
-    Reading never creates a state file: a host that never ran ``govern run`` has no windows.
-    """
-    from govern.state import default_state_path
-
-    target = Path(path) if path else default_state_path()
-    if not target.is_file():
-        return []
-    with StateStore.open(target) as store:
-        return windows_from_state(store)
+def windows_from_history(document: dict[str, Any], source: str = "history") -> list[Window]:
+    return chart_windows(document.get("windows") or [], source)
 
 
 def load_windows(paths: Iterable[str]) -> list[Window]:
