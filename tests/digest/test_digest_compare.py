@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from govern.digest.load import load_report
 from govern.digest.report import Report, ReportClass, Stat
 from govern.reports.compare import compare_digests
 from tests.browser import png_size
-from tests.digest.slowlogs import pt_digest, record
+from tests.digest.slowlogs import pt_digest
 
 
 def cls(id: str, count: int, total: float, p95: float) -> ReportClass:
@@ -106,10 +107,10 @@ def workload(slow_sleep: float, with_new: bool) -> Any:
 
 
 @pytest.fixture
-def recorded(server: Any, connect: Any, tmp_path: Path) -> tuple[Path, Path]:
+def recorded(record_log: Callable[..., Path], tmp_path: Path) -> tuple[Path, Path]:
     """A before and an after digest of real logs: one class slower, one new, one gone."""
-    before_log = record(server, connect, "compare-before", workload(0.005, with_new=False))
-    after_log = record(server, connect, "compare-after", workload(0.03, with_new=True))
+    before_log = record_log("compare-before", workload(0.005, with_new=False))
+    after_log = record_log("compare-after", workload(0.03, with_new=True))
     return pt_digest(before_log, tmp_path / "before.json"), pt_digest(
         after_log, tmp_path / "after.json"
     )

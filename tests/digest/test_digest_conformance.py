@@ -14,18 +14,12 @@ from typing import Any
 import pytest
 
 from govern.digest import segments as segmenting
-from tests.digest.support import assert_same_classes, govern_document, record_workload
+from tests.digest.support import assert_same_classes, govern_document
 from tests.paths import CORPUS, SLOWLOGS, require_corpus
 
 DATA = SLOWLOGS
 CORPUS_FILES = sorted(p.relative_to(CORPUS) for p in CORPUS.glob("*/*")) if CORPUS.is_dir() else []
 SAMPLES = sorted(p.name for p in DATA.glob("*.log"))
-
-
-@pytest.fixture(scope="module")
-def recorded(mariadb: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A slow log recorded from the test server (long_query_time=0, query plans, explains)."""
-    return record_workload(mariadb, tmp_path_factory.mktemp("recorded") / "slow.log")
 
 
 @pytest.mark.parametrize("name", [str(p) for p in CORPUS_FILES] or ["(no corpus)"])
@@ -39,9 +33,9 @@ def test_format_samples_equal_pt(name: str) -> None:
 
 
 @pytest.mark.server
-def test_recorded_mariadb_log_equals_pt(recorded: Path) -> None:
-    assert recorded.stat().st_size > 100_000
-    assert_same_classes(recorded)
+def test_recorded_mariadb_log_equals_pt(recorded_log: Path) -> None:
+    assert recorded_log.stat().st_size > 100_000
+    assert_same_classes(recorded_log)
 
 
 def _parallel_equals_serial(
@@ -67,17 +61,17 @@ def test_samples_parallel_equals_serial(name: str, monkeypatch: pytest.MonkeyPat
 
 @pytest.mark.server
 def test_recorded_parallel_equals_serial_and_filters(
-    recorded: Path, monkeypatch: pytest.MonkeyPatch
+    recorded_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _parallel_equals_serial(recorded, monkeypatch, (20_000,))
+    _parallel_equals_serial(recorded_log, monkeypatch, (20_000,))
     # With filters that need inherited values, segments defer their first events.
     options: dict[str, Any] = {"filter_texts": ["db=app"], "since": "2000-01-01 00:00:00"}
     from govern.digest.filters import parse_filters
 
     options["filters"] = parse_filters(options["filter_texts"])
-    serial = govern_document(recorded, jobs=1, **options)
+    serial = govern_document(recorded_log, jobs=1, **options)
     assert serial["totals"]["events"] > 0
-    assert govern_document(recorded, jobs=2, segment=20_000, **options) == serial
+    assert govern_document(recorded_log, jobs=2, segment=20_000, **options) == serial
 
 
 def test_gzip_stream_equals_plain_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

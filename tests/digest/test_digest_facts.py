@@ -12,7 +12,7 @@ from govern.digest import segments as segmenting
 from govern.digest.document import to_document
 from govern.digest.options import DigestOptions
 from govern.digest.runner import digest_bytes
-from tests.digest.support import govern_document, record_workload
+from tests.digest.support import govern_document
 
 
 def _event(thread: int, query: str, seconds: str = "0.001000") -> bytes:
@@ -125,8 +125,8 @@ def test_class_cap_keeps_totals_exact() -> None:
 
 
 @pytest.mark.server
-def test_batching_facts_from_a_recorded_workload(mariadb: Any, tmp_path: Path) -> None:
-    log = record_workload(mariadb, tmp_path / "slow.log")
+def test_batching_facts_from_a_recorded_workload(recorded_log: Path) -> None:
+    log = recorded_log
     classes = {item["fingerprint"]: item for item in govern_document(log, jobs=1)["classes"]}
     single = classes["insert into events (user_id, kind, at) values (?, ?, now())"]
     assert single["count"] == 300

@@ -11,11 +11,12 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from tests.browser import png_size
-from tests.digest.slowlogs import record, recording
 from tests.paths import REPO
 
 
@@ -47,10 +48,15 @@ def same_minute_for(seconds: float) -> None:
 
 
 def test_html_page_with_the_blind_window_of_a_real_run(
-    server: Any, connect: Any, tmp_path: Path, state_path: Path, browser: Any
+    server: Any,
+    connect: Any,
+    tmp_path: Path,
+    state_path: Path,
+    browser: Any,
+    recording: Callable[[str], AbstractContextManager[Path]],
 ) -> None:
     same_minute_for(15)
-    with recording(server, "html-run") as log:
+    with recording("html-run") as log:
         queries(connect, 50, pause=0.05)
         run = govern(
             "run",
@@ -127,10 +133,10 @@ def workload(pause: float) -> Any:
     return run
 
 
-def test_compare_two_govern_digests(server: Any, connect: Any, tmp_path: Path) -> None:
+def test_compare_two_govern_digests(tmp_path: Path, record_log: Callable[..., Path]) -> None:
     saved = []
     for name, pause in (("cmp-before", 0.005), ("cmp-after", 0.05)):
-        log = record(server, connect, name, workload(pause))
+        log = record_log(name, workload(pause))
         out = govern("digest", str(log), "--format", "json")
         assert out.returncode == 0, out.stderr
         path = tmp_path / f"{name}.json"

@@ -35,7 +35,6 @@ from govern.digest.native_total import NativePartial
 from govern.digest.options import DigestOptions
 from govern.digest.runner import digest_paths
 from govern.slowlog import normalize_time
-from tests.digest.support import record_workload
 from tests.paths import CORPUS, SLOWLOGS, require_corpus
 
 pytestmark = pytest.mark.skipif(
@@ -211,9 +210,9 @@ def test_odd_logs_same_json(seed: int, tmp_path: Path, monkeypatch: pytest.Monke
 
 @pytest.mark.server
 def test_recorded_mariadb_log_same_json(
-    mariadb: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    recorded_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = record_workload(mariadb, tmp_path / "slow.log")
+    path = recorded_log
     assert path.stat().st_size > 100_000
     assert_engines_agree(path, monkeypatch, [20_000])
     assert_filters_agree(path, monkeypatch, [20_000])

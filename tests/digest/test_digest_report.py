@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from govern.digest.timeline import Timeline
 from govern.reports.digest_html import digest_report
 from govern.reports.windows import load_windows, windows_from_history
 from tests.browser import png_size
-from tests.digest.slowlogs import events, pt_digest, record
+from tests.digest.slowlogs import events, pt_digest
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -37,8 +38,8 @@ def workload(conn: Any) -> None:
 
 
 @pytest.fixture
-def recorded(server: Any, connect: Any, tmp_path: Path) -> tuple[Report, Path]:
-    log = record(server, connect, "report", workload)
+def recorded(record_log: Callable[..., Path], tmp_path: Path) -> tuple[Report, Path]:
+    log = record_log("report", workload)
     digest = load_report(str(pt_digest(log, tmp_path / "digest.json")))
     digest.timeline = Timeline.from_events(events(log))
     return digest, log

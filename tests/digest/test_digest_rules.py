@@ -25,16 +25,9 @@ from tests.digest.support import (
     CACHE_READS,
     LINES_PER_ORDER,
     ORDERS,
-    record_workload,
-    rules_workload,
 )
 
 pytestmark = pytest.mark.server
-
-
-@pytest.fixture(scope="module")
-def rules_log(mariadb: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_workload(mariadb, tmp_path_factory.mktemp("rules") / "slow.log", rules_workload)
 
 
 #: A small max_allowed_packet for BATCH002 (the 2,000-row archive INSERT is about 100 KB).

@@ -30,7 +30,6 @@ from tests.run.support import (
     kill_wrapper,
     launch,
     process_gone,
-    reap,
     run_args,
     set_global,
     start,
@@ -40,12 +39,6 @@ from tests.run.support import (
 )
 
 pytestmark = pytest.mark.server
-
-
-@pytest.fixture(autouse=True)
-def _end_leftover_runs() -> Iterator[None]:
-    yield
-    reap()
 
 
 SLOW = "log_slow_query"

@@ -7,7 +7,6 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +23,13 @@ from govern.wrappers.session import exempted
 from govern.wrappers.variables import LONG_QUERY_TIME, by_name
 from tests.harness import MariaDB
 from tests.paths import REPO
-from tests.run.support import GOVERN, govern, reap, set_global
+from tests.run.support import GOVERN, govern, set_global
 
 MARIADB = {"version": "10.11.19-MariaDB-0+deb12u1", "version_comment": "Debian 12",
            "log_slow_query": "ON", "slow_query_log": "ON", "long_query_time": "1.000000",
            "log_output": "FILE", "hostname": "db1", "port": "3306"}  # fmt: skip
 SUPER = parse_grants(["GRANT SUPER ON *.* TO `a`@`%`"])
 NOTHING = parse_grants(["GRANT USAGE ON *.* TO `a`@`%`"])
-
-
-@pytest.fixture(autouse=True)
-def _end_leftover_runs() -> Iterator[None]:
-    yield
-    reap()
 
 
 # --- values and claims ----------------------------------------------------------------

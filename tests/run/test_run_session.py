@@ -25,7 +25,6 @@ from tests.run.support import (
     govern,
     history,
     job,
-    reap,
     run_args,
     set_global,
     start,
@@ -34,12 +33,6 @@ from tests.run.support import (
 )
 
 pytestmark = pytest.mark.server
-
-
-@pytest.fixture(autouse=True)
-def _end_leftover_runs() -> Iterator[None]:
-    yield
-    reap()
 
 
 @pytest.fixture

@@ -1,11 +1,10 @@
-"""Shared by the scheduler tests: write catalogs, read the history back."""
+"""Shared by the scheduler tests: catalog snippets, the CLI in a process, the history read back."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,12 +13,8 @@ from typing import Any
 from govern.schedulers.history import History
 from govern.state import StateStore
 
-
-def write_catalog(folder: Path, body: str, name: str = "summaries.toml") -> Path:
-    """A catalog file from an indented TOML snippet."""
-    path = folder / name
-    path.write_text(textwrap.dedent(body).lstrip())
-    return path
+#: The ``write_catalog`` fixture (tests/schedule/conftest.py): body, name -> the file.
+WriteCatalog = Callable[..., Path]
 
 
 def worker_table(name: str, defaults_file: Path, concurrency: int = 1, extra: str = "") -> str:

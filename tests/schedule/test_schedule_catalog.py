@@ -10,7 +10,7 @@ import pytest
 
 from govern.errors import ConfigError
 from govern.schedulers.catalog import find_cycle, load_catalog
-from tests.schedule.support import write_catalog
+from tests.schedule.support import WriteCatalog
 
 GOOD = """
     name = "nightly"
@@ -58,10 +58,10 @@ GOOD = """
 
 
 @pytest.fixture
-def good(tmp_path: Path) -> Path:
+def good(tmp_path: Path, write_catalog: WriteCatalog) -> Path:
     (tmp_path / "totals.sql").write_text("SELECT 1;\n")
     _script(tmp_path)
-    return write_catalog(tmp_path, GOOD)
+    return write_catalog(GOOD)
 
 
 def test_a_good_catalog_loads_with_defaults_applied(good: Path) -> None:
@@ -90,11 +90,11 @@ def _script(folder: Path) -> None:
         (folder / "job.sh").chmod(0o755)
 
 
-def _error(tmp_path: Path, body: str, script: bool = True) -> str:
-    (tmp_path / "totals.sql").write_text("SELECT 1;\n")
+def _error(write_catalog: WriteCatalog, body: str, script: bool = True) -> str:
+    path = write_catalog(body)
+    (path.parent / "totals.sql").write_text("SELECT 1;\n")
     if script:
-        _script(tmp_path)
-    path = write_catalog(tmp_path, body)
+        _script(path.parent)
     with pytest.raises(ConfigError) as raised:
         load_catalog(path)
     message = raised.value.message
@@ -149,13 +149,15 @@ def _error(tmp_path: Path, body: str, script: bool = True) -> str:
         (("rows = 10", 'rows = 10\nkey = "t"'), "CATALOG:40: size a job one way: key or rows"),
     ],
 )
-def test_mistakes_name_the_line(tmp_path: Path, change: tuple[str, str], expected: str) -> None:
+def test_mistakes_name_the_line(
+    change: tuple[str, str], expected: str, write_catalog: WriteCatalog
+) -> None:
     old, new = change
     assert old in GOOD
-    assert _error(tmp_path, GOOD.replace(old, new, 1)) == expected
+    assert _error(write_catalog, GOOD.replace(old, new, 1)) == expected
 
 
-def test_a_cycle_is_shown_whole(tmp_path: Path) -> None:
+def test_a_cycle_is_shown_whole(write_catalog: WriteCatalog) -> None:
     body = (
         GOOD
         + """
@@ -172,40 +174,40 @@ def test_a_cycle_is_shown_whole(tmp_path: Path) -> None:
     depends_on = ["b"]
     """
     )
-    assert _error(tmp_path, body) == "CATALOG:45: dependency cycle: a -> c -> b -> a"
+    assert _error(write_catalog, body) == "CATALOG:45: dependency cycle: a -> c -> b -> a"
 
 
-def test_toml_syntax_error_has_its_line(tmp_path: Path) -> None:
-    message = _error(tmp_path, GOOD.replace("[jobs.totals]", "[jobs.totals"))
+def test_toml_syntax_error_has_its_line(write_catalog: WriteCatalog) -> None:
+    message = _error(write_catalog, GOOD.replace("[jobs.totals]", "[jobs.totals"))
     assert message.startswith("CATALOG:38: ")
 
 
-def test_no_workers_or_jobs(tmp_path: Path) -> None:
-    assert _error(tmp_path, "[jobs.a]\ncommand = 'true'\n") == (
+def test_no_workers_or_jobs(write_catalog: WriteCatalog) -> None:
+    assert _error(write_catalog, "[jobs.a]\ncommand = 'true'\n") == (
         "CATALOG:1: the catalog needs at least one [workers.NAME] table"
     )
-    assert _error(tmp_path, "[workers.a]\n") == (
+    assert _error(write_catalog, "[workers.a]\n") == (
         "CATALOG:1: the catalog needs at least one [jobs.NAME] or [each.NAME] table"
     )
 
 
-def test_wrap_is_read_from_defaults_and_jobs(tmp_path: Path) -> None:
+def test_wrap_is_read_from_defaults_and_jobs(tmp_path: Path, write_catalog: WriteCatalog) -> None:
     body = GOOD.replace("retries = 1\n", "retries = 1\nwrap = true\n").replace(
         'command = "./job.sh click"', 'command = "./job.sh click"\nwrap = false'
     )
     body = body.replace('key = "page_view"', 'key = "page_view"\nwrap_mode = "session"')
     (tmp_path / "totals.sql").write_text("SELECT 1;\n")
     _script(tmp_path)
-    catalog = load_catalog(write_catalog(tmp_path, body))
+    catalog = load_catalog(write_catalog(body))
     assert [(j.name, j.wrap, j.wrap_mode) for j in catalog.jobs] == [
         ("clicks", False, "auto"),
         ("views", True, "session"),
         ("totals", True, "auto"),
     ]
-    assert _error(tmp_path, body.replace('wrap_mode = "session"', 'wrap_mode = "loud"')) == (
+    assert _error(write_catalog, body.replace('wrap_mode = "session"', 'wrap_mode = "loud"')) == (
         "CATALOG:35: wrap_mode must be one of auto, global, threshold, session; got 'loud'"
     )
-    assert _error(tmp_path, body.replace("wrap = false", 'wrap = "no"')) == (
+    assert _error(write_catalog, body.replace("wrap = false", 'wrap = "no"')) == (
         "CATALOG:30: wrap must be true or false, got 'no'"
     )
 
@@ -218,9 +220,9 @@ def test_find_cycle() -> None:
     assert find_cycle(deep) is None  # iterative: no recursion limit
 
 
-def test_cli_bad_catalog_is_one_line_exit_2(tmp_path: Path) -> None:
+def test_cli_bad_catalog_is_one_line_exit_2(tmp_path: Path, write_catalog: WriteCatalog) -> None:
     _script(tmp_path)
-    path = write_catalog(tmp_path, GOOD.replace("retries = 0", "retires = 0"))
+    path = write_catalog(GOOD.replace("retries = 0", "retires = 0"))
     proc = subprocess.run(
         [
             sys.executable,
@@ -266,10 +268,12 @@ TEMPLATED = """
 """
 
 
-def test_templates_make_one_job_per_unclaimed_key(tmp_path: Path) -> None:
+def test_templates_make_one_job_per_unclaimed_key(
+    tmp_path: Path, write_catalog: WriteCatalog
+) -> None:
     _script(tmp_path)
     (tmp_path / "purchase.sql").write_text("SELECT 1;\n")
-    catalog = load_catalog(write_catalog(tmp_path, TEMPLATED))
+    catalog = load_catalog(write_catalog(TEMPLATED))
     assert [j.name for j in catalog.jobs] == ["prepare", "purchase", "report"]
     expanded, unusable = catalog.expand(["click", "purchase", "page_view", "bad key", "click"])
     names = [j.name for j in expanded.jobs]
@@ -283,7 +287,7 @@ def test_templates_make_one_job_per_unclaimed_key(tmp_path: Path) -> None:
     assert expanded.templates == ()
 
 
-def test_template_sql_per_key_must_exist(tmp_path: Path) -> None:
+def test_template_sql_per_key_must_exist(tmp_path: Path, write_catalog: WriteCatalog) -> None:
     (tmp_path / "sql").mkdir()
     (tmp_path / "sql" / "click.sql").write_text("SELECT 1;\n")
     body = (
@@ -291,27 +295,31 @@ def test_template_sql_per_key_must_exist(tmp_path: Path) -> None:
         .replace(', "purchase"', "")
         .replace('command = ["./job.sh", "{key}"]', 'sql = "sql/{key}.sql"')
     )
-    catalog = load_catalog(write_catalog(tmp_path, body))
+    catalog = load_catalog(write_catalog(body))
     expanded, unusable = catalog.expand(["click", "view"])
     assert [j.name for j in expanded.jobs] == ["prepare", "summary.click", "report"]
     assert expanded.job("summary.click").sql == tmp_path / "sql" / "click.sql"
     assert unusable == [f"summary.view ({tmp_path}/sql/view.sql does not exist)"]
 
 
-def test_template_errors(tmp_path: Path) -> None:
+def test_template_errors(tmp_path: Path, write_catalog: WriteCatalog) -> None:
     (tmp_path / "purchase.sql").write_text("SELECT 1;\n")
     clash = TEMPLATED + "\n    [each.prepare]\n    command = 'true'\n"
-    assert _error(tmp_path, clash) == "CATALOG:22: prepare is both a job and a template"
+    assert _error(write_catalog, clash) == "CATALOG:22: prepare is both a job and a template"
     sized = TEMPLATED.replace('timeout = "10m"', 'timeout = "10m"\n    rows = 5')
-    assert _error(tmp_path, sized) == "CATALOG:17: unknown key 'rows' in [each.summary]"
+    assert _error(write_catalog, sized) == "CATALOG:17: unknown key 'rows' in [each.summary]"
     loop = TEMPLATED.replace('depends_on = ["prepare"]', 'depends_on = ["report"]')
-    assert _error(tmp_path, loop) == "CATALOG:20: dependency cycle: report -> summary -> report"
+    assert (
+        _error(write_catalog, loop) == "CATALOG:20: dependency cycle: report -> summary -> report"
+    )
 
 
-def test_a_command_script_must_exist_and_be_executable(tmp_path: Path) -> None:
-    assert _error(tmp_path, GOOD, script=False) == "CATALOG:31: command ./job.sh: no such file"
+def test_a_command_script_must_exist_and_be_executable(
+    tmp_path: Path, write_catalog: WriteCatalog
+) -> None:
+    assert _error(write_catalog, GOOD, script=False) == "CATALOG:31: command ./job.sh: no such file"
     (tmp_path / "job.sh").write_text("#!/bin/sh\n")
-    assert _error(tmp_path, GOOD) == "CATALOG:31: command ./job.sh: not executable (chmod +x)"
+    assert _error(write_catalog, GOOD) == "CATALOG:31: command ./job.sh: not executable (chmod +x)"
     (tmp_path / "job.sh").chmod(0o755)
     load_catalog(tmp_path / "summaries.toml")
 

@@ -14,15 +14,14 @@ import pytest
 from govern.schedulers.catalog import load_catalog
 from govern.schedulers.launch import ServerHandle, job_argv
 from tests.harness import MariaDB
-from tests.schedule.support import govern, worker_table, write_catalog
+from tests.schedule.support import WriteCatalog, govern, worker_table
 
 pytestmark = pytest.mark.server
 
 
 @pytest.fixture
-def catalog(server: MariaDB, tmp_path: Path) -> Path:
+def catalog(server: MariaDB, write_catalog: WriteCatalog) -> Path:
     return write_catalog(
-        tmp_path,
         'name = "contract"\npolicy = "sjf"\n'
         + worker_table("main", server.defaults_file("govern_admin"), concurrency=2)
         + """
@@ -283,13 +282,14 @@ def test_text_outputs(catalog: Path, state_path: Path) -> None:
     )
 
 
-def test_wrapped_job_command_line(server: MariaDB, tmp_path: Path) -> None:
+def test_wrapped_job_command_line(
+    server: MariaDB, tmp_path: Path, write_catalog: WriteCatalog
+) -> None:
     """What `wrap = true` runs: `govern run --name JOB [--mode M] --defaults-file CNF -- CMD`."""
     (tmp_path / "q.sql").write_text("SELECT 1;\n")
     (tmp_path / "job.sh").write_text("#!/bin/sh\n")
     (tmp_path / "job.sh").chmod(0o755)
     path = write_catalog(
-        tmp_path,
         worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.plain]\ncommand = ["./job.sh", "click"]\n[jobs.q]\nsql = "q.sql"\ntimeout = "1m"\n',
     )
@@ -343,10 +343,9 @@ def test_wrapped_job_command_line(server: MariaDB, tmp_path: Path) -> None:
 
 
 def test_a_wrapped_job_runs_under_govern_run(
-    server: MariaDB, tmp_path: Path, state_path: Path
+    server: MariaDB, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     path = write_catalog(
-        tmp_path,
         worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.ok]\ncommand = "true"\nwrap = true\n[jobs.bad]\ncommand = "exit 3"\nwrap = true\n',
     )
@@ -359,9 +358,10 @@ def test_a_wrapped_job_runs_under_govern_run(
     )  # the job's own code
 
 
-def test_progress_bar_on_a_terminal_only(server: MariaDB, tmp_path: Path, state_path: Path) -> None:
+def test_progress_bar_on_a_terminal_only(
+    server: MariaDB, state_path: Path, write_catalog: WriteCatalog
+) -> None:
     path = write_catalog(
-        tmp_path,
         'name = "bar"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + "".join(f'[jobs.j{i}]\ncommand = "sleep 0.3"\n' for i in range(4)),
@@ -377,10 +377,9 @@ def test_progress_bar_on_a_terminal_only(server: MariaDB, tmp_path: Path, state_
 
 
 def test_a_missing_program_fails_its_job_with_a_clear_reason(
-    server: MariaDB, tmp_path: Path, state_path: Path
+    server: MariaDB, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     path = write_catalog(
-        tmp_path,
         worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.ghost]\ncommand = ["no-such-program-govern"]\n[jobs.fine]\ncommand = "true"\n',
     )

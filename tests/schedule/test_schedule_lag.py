@@ -20,7 +20,7 @@ from govern.schedulers.night import run_night
 from govern.server import detect
 from govern.state import StateStore
 from tests.harness import MariaDB
-from tests.schedule.support import worker_table, write_catalog
+from tests.schedule.support import WriteCatalog, worker_table
 
 pytestmark = pytest.mark.server
 
@@ -44,7 +44,7 @@ def _replica_has(replica: MariaDB, table: str, timeout: float = 120) -> None:
 
 @pytest.mark.skipif(PT_HEARTBEAT is None, reason="pt-heartbeat (percona-toolkit) is not installed")
 def test_lag_guard_reads_pt_heartbeat_and_keeps_jobs_off_a_lagging_replica(
-    server: MariaDB, replica: MariaDB, connect: Any, tmp_path: Path, state_path: Path
+    server: MariaDB, replica: MariaDB, connect: Any, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     table = f"percona.hb_{uuid.uuid4().hex[:8]}"
     with connect("govern_admin").cursor() as cur:
@@ -100,7 +100,6 @@ def test_lag_guard_reads_pt_heartbeat_and_keeps_jobs_off_a_lagging_replica(
     assert ours.seconds > 1.5
 
     path = write_catalog(
-        tmp_path,
         f'policy = "two-ended"\n[lag_guard]\nmax_lag = "1s"\nheartbeat_table = "{table}"\ncheck_interval = "0.2s"\n'
         + worker_table("main", primary_cnf)
         + worker_table("replica", replica_cnf)
@@ -117,7 +116,7 @@ def test_lag_guard_reads_pt_heartbeat_and_keeps_jobs_off_a_lagging_replica(
 
 
 def test_lag_guard_falls_back_to_replica_status(
-    server: MariaDB, replica: MariaDB, tmp_path: Path, state_path: Path
+    server: MariaDB, replica: MariaDB, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     deadline = time.monotonic() + 120
     settings = resolve_settings(
@@ -137,7 +136,6 @@ def test_lag_guard_falls_back_to_replica_status(
     conn.close()
     assert lag.source == "replica status" and lag.seconds == 0
     path = write_catalog(
-        tmp_path,
         'policy = "two-ended"\n[lag_guard]\nmax_lag = "5s"\nheartbeat_table = "percona.no_such_heartbeat"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + worker_table("replica", replica.defaults_file("govern_admin"))

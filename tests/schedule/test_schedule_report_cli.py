@@ -8,10 +8,10 @@ from typing import Any
 
 from tests.browser import png_size
 from tests.harness import MariaDB
-from tests.schedule.support import govern, last_night, worker_table, write_catalog
+from tests.schedule.support import WriteCatalog, govern, last_night, worker_table
 
 
-def catalog(tmp_path: Path, server: MariaDB) -> Path:
+def catalog(write_catalog: WriteCatalog, server: MariaDB) -> Path:
     jobs = {"tiny": (0.05, 10), "small": (0.1, 20), "mid": (0.3, 60), "big": (0.6, 120)}
     body = 'name = "report-test"\npolicy = "sjf"\n'
     body += worker_table("main", server.defaults_file("govern_admin"), concurrency=2)
@@ -20,13 +20,13 @@ def catalog(tmp_path: Path, server: MariaDB) -> Path:
         body += f'[jobs.{name}]\ncommand = "sleep {seconds}"\nrows = {rows}\n'
     body += '[jobs.broken]\ncommand = "exit 4"\nrows = 5\n'
     body += '[jobs.after_broken]\ncommand = "true"\nrows = 5\ndepends_on = ["broken"]\n'
-    return write_catalog(tmp_path, body)
+    return write_catalog(body)
 
 
 def test_report_of_a_recorded_night(
-    server: MariaDB, tmp_path: Path, state_path: Path, browser: Any
+    server: MariaDB, tmp_path: Path, state_path: Path, browser: Any, write_catalog: WriteCatalog
 ) -> None:
-    path = catalog(tmp_path, server)
+    path = catalog(write_catalog, server)
     for _ in range(2):  # the second night has estimates learned from the first
         ran = govern("schedule", "run", str(path), "--state", str(state_path))
         assert ran.returncode == 1, ran.stderr  # "broken" fails on purpose

@@ -22,13 +22,13 @@ from govern.state import StateStore
 from tests.harness import MariaDB
 from tests.paths import REPO
 from tests.schedule.support import (
+    WriteCatalog,
     gone,
     govern,
     last_night,
     start_order,
     wait_until,
     worker_table,
-    write_catalog,
 )
 
 pytestmark = pytest.mark.server
@@ -76,11 +76,11 @@ def test_order_per_policy_on_one_worker(
     server: MariaDB,
     connect: Any,
     counts: str,
-    tmp_path: Path,
     state_path: Path,
     policy: str,
     weights: dict[str, int],
     expected: list[str],
+    write_catalog: WriteCatalog,
 ) -> None:
     fill(connect, counts, SIZES)
     jobs = "".join(
@@ -88,7 +88,6 @@ def test_order_per_policy_on_one_worker(
         for name in ["medium", "tiny", "large", "small"]
     )
     path = write_catalog(
-        tmp_path,
         f'policy = "{policy}"\n[sizing]\nquery = "SELECT type, approx_rows FROM {counts}"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + jobs,
@@ -104,7 +103,13 @@ def test_order_per_policy_on_one_worker(
 
 
 def test_two_ended_on_primary_and_replica(
-    server: MariaDB, replica: MariaDB, connect: Any, counts: str, tmp_path: Path, state_path: Path
+    server: MariaDB,
+    replica: MariaDB,
+    connect: Any,
+    counts: str,
+    tmp_path: Path,
+    state_path: Path,
+    write_catalog: WriteCatalog,
 ) -> None:
     fill(connect, counts, {"a": 1000, "b": 2000, "c": 3000, "d": 4000})
     out = tmp_path / "where"
@@ -114,7 +119,6 @@ def test_two_ended_on_primary_and_replica(
         '> where/$GOVERN_JOB; sleep 0.2"\n'
     )
     path = write_catalog(
-        tmp_path,
         f'policy = "two-ended"\n[sizing]\nquery = "SELECT type, approx_rows FROM {counts}"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + worker_table("replica", replica.defaults_file("govern_admin"))
@@ -133,10 +137,9 @@ def test_two_ended_on_primary_and_replica(
 
 
 def test_dependencies_failure_retry_and_skips(
-    server: MariaDB, tmp_path: Path, state_path: Path
+    server: MariaDB, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     path = write_catalog(
-        tmp_path,
         worker_table("main", server.defaults_file("govern_admin"), concurrency=2)
         + """
 [defaults]
@@ -189,10 +192,9 @@ command = "sleep 0.2"
 
 
 def test_timeouts_term_then_kill(
-    server: MariaDB, connect: Any, tmp_path: Path, state_path: Path
+    server: MariaDB, connect: Any, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     path = write_catalog(
-        tmp_path,
         'kill_grace = "0.5s"\n'
         + worker_table("main", server.defaults_file("govern_admin"), concurrency=3)
         + """
@@ -237,7 +239,12 @@ timeout = "1s"
 
 
 def test_sql_jobs_never_write_to_a_replica(
-    server: MariaDB, replica: MariaDB, connect: Any, tmp_path: Path, state_path: Path
+    server: MariaDB,
+    replica: MariaDB,
+    connect: Any,
+    tmp_path: Path,
+    state_path: Path,
+    write_catalog: WriteCatalog,
 ) -> None:
     table = f"app.summary_{uuid.uuid4().hex[:8]}"
     with connect("govern_admin").cursor() as cur:
@@ -255,7 +262,6 @@ def test_sql_jobs_never_write_to_a_replica(
                 break
         time.sleep(0.1)
     path = write_catalog(
-        tmp_path,
         worker_table("replica", replica.defaults_file("govern_admin"))
         + worker_table("main", server.defaults_file("govern_admin"))
         + """
@@ -291,10 +297,9 @@ workers = ["main"]
 
 
 def test_the_run_lock_refuses_a_second_night(
-    server: MariaDB, connect: Any, tmp_path: Path, state_path: Path
+    server: MariaDB, connect: Any, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     path = write_catalog(
-        tmp_path,
         'name = "locked"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.a]\ncommand = "touch ran"\n',
@@ -314,11 +319,10 @@ def test_the_run_lock_refuses_a_second_night(
 
 
 def test_nothing_govern_does_is_binlogged_and_plan_changes_nothing(
-    server: MariaDB, connect: Any, counts: str, tmp_path: Path, state_path: Path
+    server: MariaDB, connect: Any, counts: str, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     fill(connect, counts, {"a": 5})
     path = write_catalog(
-        tmp_path,
         f'[sizing]\nquery = "SELECT type, approx_rows FROM {counts}"\n[lag_guard]\nmax_lag = "5s"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.a]\ncommand = "true"\n',
@@ -340,11 +344,15 @@ def test_nothing_govern_does_is_binlogged_and_plan_changes_nothing(
 
 
 def test_a_write_in_the_sizing_query_is_refused(
-    server: MariaDB, connect: Any, counts: str, tmp_path: Path, state_path: Path
+    server: MariaDB,
+    connect: Any,
+    counts: str,
+    tmp_path: Path,
+    state_path: Path,
+    write_catalog: WriteCatalog,
 ) -> None:
     fill(connect, counts, {"a": 5})
     path = write_catalog(
-        tmp_path,
         f'[sizing]\nquery = "DELETE FROM {counts}"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.a]\ncommand = "touch ran"\n',
@@ -362,7 +370,7 @@ def test_a_write_in_the_sizing_query_is_refused(
 
 
 def test_sizes_nothing_dropped_silently(
-    server: MariaDB, connect: Any, counts: str, tmp_path: Path, state_path: Path
+    server: MariaDB, connect: Any, counts: str, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     fill(connect, counts, {"a": 5, "orphan": 7, "other_orphan": 9})
     with connect("govern_admin").cursor() as cur:
@@ -370,7 +378,6 @@ def test_sizes_nothing_dropped_silently(
         cur.execute(f"INSERT INTO {counts}_t VALUES (1), (2), (3)")
         cur.execute(f"ANALYZE TABLE {counts}_t")
     path = write_catalog(
-        tmp_path,
         f'[sizing]\nquery = "SELECT type, approx_rows FROM {counts} UNION ALL SELECT NULL, 3"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.a]\ncommand = "true"\n'
@@ -393,12 +400,13 @@ def test_sizes_nothing_dropped_silently(
         cur.execute(f"DROP TABLE {counts}_t")
 
 
-def test_unreachable_worker_is_left_out(server: MariaDB, tmp_path: Path, state_path: Path) -> None:
+def test_unreachable_worker_is_left_out(
+    server: MariaDB, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
+) -> None:
     dead = tmp_path / "dead.cnf"
     dead.write_text("[client]\nhost=127.0.0.1\nport=1\nuser=nobody\n")
     dead.chmod(0o600)
     path = write_catalog(
-        tmp_path,
         worker_table("dead", dead)
         + worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.a]\ncommand = "true"\n[jobs.b]\ncommand = "true"\n',
@@ -412,7 +420,7 @@ def test_unreachable_worker_is_left_out(server: MariaDB, tmp_path: Path, state_p
         in proc.stderr
     )
     only_dead = write_catalog(
-        tmp_path, worker_table("dead", dead) + '[jobs.a]\ncommand = "true"\n', "dead.toml"
+        worker_table("dead", dead) + '[jobs.a]\ncommand = "true"\n', "dead.toml"
     )
     proc = govern("schedule", "run", str(only_dead), "--state", str(state_path))
     assert proc.returncode == 3
@@ -424,12 +432,11 @@ def test_unreachable_worker_is_left_out(server: MariaDB, tmp_path: Path, state_p
 
 
 def test_jobs_get_connections_without_secrets_in_argv_logs_or_state(
-    server: MariaDB, tmp_path: Path, state_path: Path
+    server: MariaDB, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     cnf = server.defaults_file("govern_admin")
     password = server.passwords["govern_admin"]
     path = write_catalog(
-        tmp_path,
         worker_table("main", cnf)
         + """
 [jobs.spy]
@@ -463,11 +470,10 @@ command = "env | grep ^GOVERN_ | sort > env.txt; stat -c %a $GOVERN_WORKER_CNF $
 
 
 def test_estimates_learn_from_history_and_report_their_error(
-    server: MariaDB, connect: Any, counts: str, tmp_path: Path, state_path: Path
+    server: MariaDB, connect: Any, counts: str, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     fill(connect, counts, {"a": 100, "b": 200})
     path = write_catalog(
-        tmp_path,
         f'[sizing]\nquery = "SELECT type, approx_rows FROM {counts}"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.a]\ncommand = "sleep 0.2"\n[jobs.b]\ncommand = "sleep 0.4"\n',
@@ -489,11 +495,15 @@ def test_estimates_learn_from_history_and_report_their_error(
 
 
 def test_a_template_makes_tonights_jobs_from_the_cache_table(
-    server: MariaDB, connect: Any, counts: str, tmp_path: Path, state_path: Path
+    server: MariaDB,
+    connect: Any,
+    counts: str,
+    tmp_path: Path,
+    state_path: Path,
+    write_catalog: WriteCatalog,
 ) -> None:
     fill(connect, counts, {"click": 500, "view": 9000, "buy": 20, "odd key": 1})
     path = write_catalog(
-        tmp_path,
         f'[sizing]\nquery = "SELECT type, approx_rows FROM {counts}"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + """
@@ -519,12 +529,11 @@ depends_on = ["summary"]
 
 
 def test_two_workers_on_one_server_share_the_run_lock(
-    server: MariaDB, tmp_path: Path, state_path: Path
+    server: MariaDB, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     cnf = server.defaults_file("govern_admin")
     socket_cnf = server.defaults_file("govern_admin", tcp=False)
     path = write_catalog(
-        tmp_path,
         worker_table("tcp", cnf)
         + worker_table("socket", socket_cnf)
         + '[jobs.a]\ncommand = "sleep 0.2"\n[jobs.b]\ncommand = "sleep 0.2"\n',
@@ -582,12 +591,11 @@ def test_the_nightly_example_runs(
 
 
 def test_an_account_that_cannot_see_replica_status_is_treated_as_on_a_replica(
-    server: MariaDB, tmp_path: Path, state_path: Path
+    server: MariaDB, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     table = f"app.unsure_{uuid.uuid4().hex[:8]}"
     (tmp_path / "write.sql").write_text(f"CREATE TABLE {table} (n INT);\n")
     path = write_catalog(
-        tmp_path,
         "[lag_guard]\nmax_lag = '10s'\n"
         + worker_table("app", server.defaults_file("govern_app"))
         + '[jobs.write]\nsql = "write.sql"\n',

@@ -20,7 +20,7 @@ from govern.schedulers.history import History
 from govern.schedulers.service import NightService
 from govern.state import StateStore
 from tests.harness import MariaDB
-from tests.schedule.support import govern, govern_process, wait_until, worker_table, write_catalog
+from tests.schedule.support import WriteCatalog, govern, govern_process, wait_until, worker_table
 
 pytestmark = pytest.mark.server
 
@@ -48,9 +48,10 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     return fake
 
 
-def catalog(tmp_path: Path, server: MariaDB, schedule: str, jobs: str | None = None) -> Path:
+def catalog(
+    write_catalog: WriteCatalog, server: MariaDB, schedule: str, jobs: str | None = None
+) -> Path:
     return write_catalog(
-        tmp_path,
         'name = "nightly"\n'
         + "[schedule]\n"
         + schedule
@@ -95,9 +96,14 @@ def serve(
 
 
 def test_fires_at_the_cron_time_and_remembers_the_next(
-    server: MariaDB, clock: Clock, tmp_path: Path, state_path: Path, services: list[NightService]
+    server: MariaDB,
+    clock: Clock,
+    tmp_path: Path,
+    state_path: Path,
+    services: list[NightService],
+    write_catalog: WriteCatalog,
 ) -> None:
-    path = catalog(tmp_path, server, DAILY)
+    path = catalog(write_catalog, server, DAILY)
     clock.set(2026, 3, 1, 0, 59)
     messages: list[str] = []
     service = serve(path, state_path, services, messages)
@@ -116,9 +122,14 @@ def test_fires_at_the_cron_time_and_remembers_the_next(
 
 
 def test_restart_within_grace_runs_the_latest_night_and_coalesces_the_others(
-    server: MariaDB, clock: Clock, tmp_path: Path, state_path: Path, services: list[NightService]
+    server: MariaDB,
+    clock: Clock,
+    tmp_path: Path,
+    state_path: Path,
+    services: list[NightService],
+    write_catalog: WriteCatalog,
 ) -> None:
-    path = catalog(tmp_path, server, DAILY)
+    path = catalog(write_catalog, server, DAILY)
     serve(path, state_path, services).shutdown()  # remembers 2026-03-01 01:00
     clock.set(2026, 3, 4, 1, 30)  # down for three nights; the last one is 30 min late
     serve(path, state_path, services)
@@ -135,9 +146,14 @@ def test_restart_within_grace_runs_the_latest_night_and_coalesces_the_others(
 
 
 def test_beyond_misfire_grace_the_night_is_missed(
-    server: MariaDB, clock: Clock, tmp_path: Path, state_path: Path, services: list[NightService]
+    server: MariaDB,
+    clock: Clock,
+    tmp_path: Path,
+    state_path: Path,
+    services: list[NightService],
+    write_catalog: WriteCatalog,
 ) -> None:
-    path = catalog(tmp_path, server, DAILY)
+    path = catalog(write_catalog, server, DAILY)
     clock.set(2026, 3, 1, 0, 30)
     serve(path, state_path, services).shutdown()
     clock.set(2026, 3, 1, 3, 0)  # two hours late, grace one hour
@@ -152,10 +168,15 @@ def test_beyond_misfire_grace_the_night_is_missed(
 
 
 def test_without_coalescing_each_missed_night_runs_for_its_own_day(
-    server: MariaDB, clock: Clock, tmp_path: Path, state_path: Path, services: list[NightService]
+    server: MariaDB,
+    clock: Clock,
+    tmp_path: Path,
+    state_path: Path,
+    services: list[NightService],
+    write_catalog: WriteCatalog,
 ) -> None:
     path = catalog(
-        tmp_path,
+        write_catalog,
         server,
         'cron = "0 1 * * *"\ntimezone = "UTC"\nmisfire_grace = "3d"\ncoalesce = false\n',
     )
@@ -172,10 +193,15 @@ def test_without_coalescing_each_missed_night_runs_for_its_own_day(
 
 
 def test_never_two_nights_at_once(
-    server: MariaDB, clock: Clock, tmp_path: Path, state_path: Path, services: list[NightService]
+    server: MariaDB,
+    clock: Clock,
+    tmp_path: Path,
+    state_path: Path,
+    services: list[NightService],
+    write_catalog: WriteCatalog,
 ) -> None:
     path = catalog(
-        tmp_path,
+        write_catalog,
         server,
         'cron = "* * * * *"\ntimezone = "UTC"\nmisfire_grace = "30s"\n',
         '[jobs.hold]\ncommand = "touch started; while [ ! -e release ]; do sleep 0.05; done"\n',
@@ -198,9 +224,13 @@ def test_never_two_nights_at_once(
 
 
 def test_one_service_per_state_file_and_catalog(
-    server: MariaDB, clock: Clock, tmp_path: Path, state_path: Path, services: list[NightService]
+    server: MariaDB,
+    clock: Clock,
+    state_path: Path,
+    services: list[NightService],
+    write_catalog: WriteCatalog,
 ) -> None:
-    path = catalog(tmp_path, server, DAILY)
+    path = catalog(write_catalog, server, DAILY)
     serve(path, state_path, services)
     second = NightService(path, state_path, notify=lambda m: None)
     with pytest.raises(ConfigError, match="already serves this catalog"):
@@ -208,9 +238,10 @@ def test_one_service_per_state_file_and_catalog(
     second.store.close()
 
 
-def test_serve_needs_a_schedule(server: MariaDB, tmp_path: Path, state_path: Path) -> None:
+def test_serve_needs_a_schedule(
+    server: MariaDB, state_path: Path, write_catalog: WriteCatalog
+) -> None:
     path = write_catalog(
-        tmp_path,
         worker_table("main", server.defaults_file("govern_admin")) + '[jobs.a]\ncommand = "true"\n',
     )
     proc = govern("schedule", "serve", str(path), "--state", str(state_path), timeout=30)
@@ -221,7 +252,9 @@ def test_serve_needs_a_schedule(server: MariaDB, tmp_path: Path, state_path: Pat
     )
 
 
-def test_sigterm_is_a_graceful_shutdown(server: MariaDB, tmp_path: Path, state_path: Path) -> None:
+def test_sigterm_is_a_graceful_shutdown(
+    server: MariaDB, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
+) -> None:
     """A real `govern schedule serve` process: the night it owes (remembered fire time in the past,
     within grace) starts at once; SIGTERM lets a running job finish within shutdown_grace and
     stops the one still running when the grace ends.
@@ -230,7 +263,7 @@ def test_sigterm_is_a_graceful_shutdown(server: MariaDB, tmp_path: Path, state_p
     writes only after sending the signal. Its "ok" is the grace honoured; the slow job's
     "interrupted" (it sleeps 60 s) is the grace ended. No wall-clock bound is asserted."""
     path = catalog(
-        tmp_path,
+        write_catalog,
         server,
         'cron = "0 1 * * *"\ntimezone = "UTC"\nmisfire_grace = "1h"\nshutdown_grace = "2s"\n',
         '[jobs.quick]\ncommand = "touch quick.started; until [ -e go ]; do sleep 0.05; done"\n'

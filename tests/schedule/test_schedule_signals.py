@@ -12,13 +12,13 @@ import pytest
 
 from tests.harness import MariaDB
 from tests.schedule.support import (
+    WriteCatalog,
     gone,
     govern,
     govern_process,
     last_night,
     wait_until,
     worker_table,
-    write_catalog,
 )
 
 pytestmark = pytest.mark.server
@@ -46,11 +46,13 @@ def _start(path: Path, state_path: Path, cwd: Path) -> subprocess.Popen[str]:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_or_ctrl_c_stops_the_night_and_its_jobs(
-    server: MariaDB, tmp_path: Path, state_path: Path, signum: signal.Signals
+    server: MariaDB,
+    tmp_path: Path,
+    state_path: Path,
+    signum: signal.Signals,
+    write_catalog: WriteCatalog,
 ) -> None:
-    path = write_catalog(
-        tmp_path, HEAD + worker_table("main", server.defaults_file("govern_admin")) + JOBS
-    )
+    path = write_catalog(HEAD + worker_table("main", server.defaults_file("govern_admin")) + JOBS)
     proc = _start(path, state_path, tmp_path)
     job_pid = int(_wait_for(tmp_path / "long.pid"))
     proc.send_signal(signum)
@@ -65,11 +67,9 @@ def test_sigterm_or_ctrl_c_stops_the_night_and_its_jobs(
 
 
 def test_sigkill_leaves_no_job_and_no_lock_behind(
-    server: MariaDB, tmp_path: Path, state_path: Path
+    server: MariaDB, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
-    path = write_catalog(
-        tmp_path, HEAD + worker_table("main", server.defaults_file("govern_admin")) + JOBS
-    )
+    path = write_catalog(HEAD + worker_table("main", server.defaults_file("govern_admin")) + JOBS)
     proc = _start(path, state_path, tmp_path)
     job_pid = int(_wait_for(tmp_path / "long.pid"))
     proc.kill()
@@ -80,7 +80,6 @@ def test_sigkill_leaves_no_job_and_no_lock_behind(
     # the lock went with the connection: the next night starts, and reaps the dead one
     (tmp_path / "long.pid").unlink()
     quick = write_catalog(
-        tmp_path,
         'name = "crashy"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.a]\ncommand = "true"\n',
