@@ -218,9 +218,9 @@ _SIZES = _Style(
 )
 
 
-def duration(seconds: float | None, style: DurationStyle, missing: str | None = None) -> str:
-    """A duration in one of the named styles; ``missing`` (else the style's) for None."""
-    return _DURATIONS[style].show(seconds, missing)
+def duration(seconds: float | None, style: DurationStyle) -> str:
+    """A duration in one of the named styles (the style's placeholder for None)."""
+    return _DURATIONS[style].show(seconds, None)
 
 
 def count(value: float | None, style: CountStyle, missing: str | None = None) -> str:

@@ -151,7 +151,6 @@ def test_counts_print_in_each_style(
 
 def test_a_missing_figure_prints_the_placeholder_asked_for() -> None:
     assert units.count(None, "grouped", units.DASH) == "–"
-    assert units.duration(None, "spaced", "n/a") == "n/a"
     assert units.share(None) == "-" and units.share(None, missing=units.DASH) == "–"
     assert units.size(None) == "-"
 
