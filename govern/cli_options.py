@@ -89,7 +89,7 @@ def format_option(*choices: str, default: str = "text") -> Callable[[F], F]:
 
 
 class Duration(click.ParamType):
-    """``90``, ``90s``, ``15m``, ``1h30m`` → seconds above 0, read by govern.units.parse_duration."""
+    """``90``, ``90s``, ``15m``, ``1h30m`` → seconds above 0 (govern.units.parse_duration)."""
 
     name = "DURATION"
 

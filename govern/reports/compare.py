@@ -181,7 +181,8 @@ def _judge(change: Change, threshold: float, min_time: float) -> tuple[list[str]
             continue
         delta = new - old
         relative = delta / old if old > 0 else float("inf")
-        text = f"{name} {_signed(relative)} ({units.duration(old, 'spaced')} → {units.duration(new, 'spaced')})"
+        before, after = units.duration(old, "spaced"), units.duration(new, "spaced")
+        text = f"{name} {_signed(relative)} ({before} → {after})"
         if delta >= min_time and relative >= threshold:
             grew.append(text)
         elif -delta >= min_time and -relative >= threshold / (1 + threshold):

@@ -40,7 +40,8 @@ def compare_report(comparison: Comparison, *, generated_at: datetime | None = No
                 ("unchanged", counts["unchanged"]),
                 (
                     "total time",
-                    f"{units.duration(comparison.before.total_time, 'spaced')} → {units.duration(comparison.after.total_time, 'spaced')}",
+                    f"{units.duration(comparison.before.total_time, 'spaced')} → "
+                    f"{units.duration(comparison.after.total_time, 'spaced')}",
                 ),
             ]
         ),

@@ -19,8 +19,9 @@ SECTIONS = (
 def describe(digest: Report) -> str:
     span = f", {digest.first_seen} – {digest.last_seen}" if digest.first_seen else ""
     return (
-        f"{digest.path} ({digest.producer}): {units.count(digest.events, 'grouped', units.DASH)} events, "
-        f"{units.count(len(digest.classes), 'grouped', units.DASH)} classes, {units.duration(digest.total_time, 'spaced')} total{span}"
+        f"{digest.path} ({digest.producer}): {units.count(digest.events, 'grouped')} events, "
+        f"{units.count(len(digest.classes), 'grouped')} classes, "
+        f"{units.duration(digest.total_time, 'spaced')} total{span}"
     )
 
 
@@ -29,7 +30,8 @@ def headline(comparison: Comparison) -> str:
     return (
         f"{counts['slower']} slower, {counts['new']} new, {counts['gone']} gone, "
         f"{counts['faster']} faster, {counts['unchanged']} unchanged "
-        f"(threshold {comparison.threshold:.0%}, at least {units.duration(comparison.min_time, 'spaced')})"
+        f"(threshold {comparison.threshold:.0%}, "
+        f"at least {units.duration(comparison.min_time, 'spaced')})"
     )
 
 

@@ -56,7 +56,8 @@ def digest_report(
                 Bar(
                     f"{rank}. {c.id[-16:]} {c.fingerprint}",
                     c.total_time,
-                    detail=f"{c.fingerprint[:300]}\n{units.count(c.count, 'grouped')} queries, {units.duration(c.total_time, 'spaced')} total",
+                    detail=f"{c.fingerprint[:300]}\n{units.count(c.count, 'grouped')} queries, "
+                    f"{units.duration(c.total_time, 'spaced')} total",
                     href=f"#{anchor('class', c.id)}",
                 )
                 for rank, c in enumerate(shown, start=1)
@@ -280,7 +281,8 @@ def _class_section(digest: Report, cls: ReportClass, rank: int, *, open: bool) -
         [
             f"{rank}. ",
             tag("code", cls.id[-16:]),
-            f" · {units.share(part, 1)} of the time · {units.count(cls.count, 'grouped')} queries · p95 {units.duration(cls.query_time.p95, 'spaced')} · ",
+            f" · {units.share(part, 1)} of the time · {units.count(cls.count, 'grouped')} queries"
+            f" · p95 {units.duration(cls.query_time.p95, 'spaced')} · ",
             tag("code", cls.fingerprint[:140] + ("…" if len(cls.fingerprint) > 140 else "")),
             *(join([" ", badge(f.severity)]) for f in cls.findings[:1]),
         ]
@@ -410,7 +412,8 @@ def _others(digest: Report, rest: list[ReportClass], first: int) -> Markup:
     if len(rest) > len(listed):
         parts.append(
             note(
-                f"{units.count(len(rest) - len(listed), 'grouped')} smaller classes are not listed here."
+                f"{units.count(len(rest) - len(listed), 'grouped')} smaller classes are not "
+                "listed here."
             )
         )
     return join(parts)

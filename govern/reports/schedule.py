@@ -175,8 +175,10 @@ def _gantts(night: dict[str, Any], makespan: float) -> Markup:
 def _job_tip(job: dict[str, Any], attempt: dict[str, Any]) -> str:
     lines = [
         f"{job['name']} (attempt {attempt['number']}, {attempt['outcome']})",
-        f"{units.duration(attempt.get('start_s'), 'spaced')} → {units.duration(attempt.get('finish_s'), 'spaced')} on {attempt['lane']}",
-        f"estimate {units.duration(job.get('estimate_s'), 'spaced')} ({job.get('estimate_method')}), rows {units.count(job.get('rows'), 'grouped', units.DASH)}",
+        f"{units.duration(attempt.get('start_s'), 'spaced')} → "
+        f"{units.duration(attempt.get('finish_s'), 'spaced')} on {attempt['lane']}",
+        f"estimate {units.duration(job.get('estimate_s'), 'spaced')} "
+        f"({job.get('estimate_method')}), rows {units.count(job.get('rows'), 'grouped', units.DASH)}",
     ]
     if job.get("reason"):
         lines.append(str(job["reason"]))
@@ -229,7 +231,8 @@ def _curves(night: dict[str, Any], simulation: dict[str, Any] | None, makespan: 
         curve_chart(
             series,
             label="Share of summaries done over the night",
-            x_label=f"time, as a share of this night's makespan ({units.duration(makespan, 'spaced')})",
+            x_label="time, as a share of this night's makespan "
+            f"({units.duration(makespan, 'spaced')})",
             y_label="summaries done",
             x_max=round(x_max, 3),
         ),
