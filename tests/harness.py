@@ -393,8 +393,16 @@ class MariaDB:
         finally:
             watcher.close()  # type: ignore[attr-defined]
 
-    def start_replica_of(self, primary: MariaDB) -> None:
-        """Make this (started) server a read-only replica of ``primary`` over TCP."""
+    def start_replica_of(self, primary: MariaDB, timeout: float = 120) -> None:
+        """Make this (started) server a read-only replica of ``primary`` over TCP, caught up.
+
+        A long-lived primary (a reused test server) has hours of binlog: until the replica has
+        applied them its lag is the age of the events it replays, not 0."""
+        source = primary.connect()
+        with source.cursor() as cur:  # type: ignore[attr-defined]
+            cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")
+            position = cur.fetchone()[0]
+        source.close()  # type: ignore[attr-defined]
         conn = self.connect()
         with conn.cursor() as cur:  # type: ignore[attr-defined]
             cur.execute("SET SESSION sql_log_bin = 0")
@@ -405,6 +413,9 @@ class MariaDB:
             )
             cur.execute("START SLAVE")
             cur.execute("SET GLOBAL read_only = ON")
+            cur.execute("SELECT MASTER_GTID_WAIT(%s, %s)", (position, timeout))
+            if cur.fetchone()[0] != 0:
+                raise RuntimeError(f"the replica did not reach {position} in {timeout} s")
         conn.close()  # type: ignore[attr-defined]
 
 
