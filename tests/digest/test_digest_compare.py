@@ -133,7 +133,9 @@ def test_compare_recorded_logs_in_every_format(
     by_status: dict[str, list[str]] = {}
     for entry in document["classes"]:
         by_status.setdefault(entry["status"], []).append(entry["fingerprint"])
-    assert by_status["slower"] == ["select sleep(?), count(*) from cmp where v like ?"]
+    # Slower classes come largest added time first: SLEEP's 10 x 25 ms more is by construction;
+    # the 200 INSERTs' own time may drift past the bounds on a loaded machine, never that far.
+    assert by_status["slower"][0] == "select sleep(?), count(*) from cmp where v like ?"
     assert "select count(*) from cmp where n > ?" in by_status["new"]
     assert "delete from cmp where id > ?" in by_status["gone"]
     slower = next(e for e in document["classes"] if e["status"] == "slower")
