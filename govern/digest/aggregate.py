@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from govern import sketch
-from govern.digest.ordering import rank
+from govern.digest.ordering import ClassKey, rank
 from govern.fingerprint import query_id
 
 #: Query_time histogram bucket lower bounds, micro-units: 1us 10us 100us 1ms 10ms 100ms 1s 10s+
@@ -375,18 +375,6 @@ class Partial:
         if by_id is None or len(by_id) != len(self.classes):
             by_id = self._by_id = {query_id(fp): fp for fp in self.classes}
         return by_id.get(class_id)
-
-
-@dataclass(frozen=True, slots=True)
-class ClassKey:
-    """What ranking a class takes: its counts and the order-by attribute's figures."""
-
-    index: int  # for ClassSource.class_at()
-    fingerprint: bytes
-    count: int
-    reportable: bool  # the class has a Query_time metric
-    #: (count, total, low, high) of the order-by attribute; None if the class lacks it.
-    metric: tuple[int, int, int, int] | None
 
 
 def class_key(index: int, agg: ClassAgg, attribute: str) -> ClassKey:

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from govern.digest.aggregate import ClassAgg, ClassKey, Malformed
+from govern.digest.aggregate import ClassAgg, Malformed
+from govern.digest.ordering import ClassKey
 
 
 class ClassSource(Protocol):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from govern import __version__, sketch
-from govern.digest.aggregate import HISTOGRAM_LABELS, ClassAgg, ClassKey, Metric, Runs
+from govern.digest.aggregate import HISTOGRAM_LABELS, ClassAgg, Metric, Runs
 from govern.digest.classes import FindingsLookup
 from govern.digest.figures import (
     distinct_texts,
@@ -26,6 +26,7 @@ from govern.digest.figures import (
     single_row_runs,
 )
 from govern.digest.lazy import ClassList, LazyClasses, LazyDocuments
+from govern.digest.ordering import ClassKey
 from govern.digest.result import Digest, query_time_of, window_of
 from govern.digest.tables import tables
 from govern.fingerprint import decode, query_id, short_id

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, SupportsIndex, overload
 
-from govern.digest.aggregate import ClassKey
 from govern.digest.classes import FindingsLookup
+from govern.digest.ordering import ClassKey
 
 
 class ClassList(list[dict[str, Any]]):

@@ -23,9 +23,10 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from govern import native
-from govern.digest.aggregate import ClassAgg, ClassKey, Fit, Malformed, Metric, Runs, Sample
+from govern.digest.aggregate import ClassAgg, Fit, Malformed, Metric, Runs, Sample
 from govern.digest.decode import malformed_reason, text
 from govern.digest.engine import EngineOptions, host_salt
+from govern.digest.ordering import ClassKey
 from govern.progress import Progress
 
 if TYPE_CHECKING:

@@ -10,15 +10,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from govern.errors import UsageError
 from govern.fingerprint import query_id
 
-if TYPE_CHECKING:
-    from govern.digest.aggregate import ClassKey
-
 ORDER_FUNCTIONS = ("sum", "max", "min", "avg", "cnt")
+
+
+@dataclass(frozen=True, slots=True)
+class ClassKey:
+    """What ranking a class takes: its counts and the order-by attribute's figures."""
+
+    index: int  # for ClassSource.class_at()
+    fingerprint: bytes
+    count: int
+    reportable: bool  # the class has a Query_time metric
+    #: (count, total, low, high) of the order-by attribute; None if the class lacks it.
+    metric: tuple[int, int, int, int] | None
 
 
 def parse_order_by(text: str) -> tuple[str, str]:

@@ -10,9 +10,9 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from govern.digest.aggregate import ClassAgg, ClassKey, Metric
+from govern.digest.aggregate import ClassAgg, Metric
 from govern.digest.classes import ClassSource
-from govern.digest.ordering import parse_order_by
+from govern.digest.ordering import ClassKey, parse_order_by
 
 
 @dataclass

@@ -31,16 +31,18 @@ REPORTS = frozenset({"reports", "html", "charts"})
 COMMANDS = frozenset({"cli", "cli_options", "commands", "__main__"})
 
 #: Imports into a feature from another feature or from a report: (importer, imported) -> why.
+#: Each side is a unit (a feature, or "reports" for govern/reports) or one dotted module.
 ALLOWED = {
-    ("rules", "digest"): "the digest rules read the digest's classes",
+    ("rules", "govern.digest.classes"): "the digest rules read classes through its protocol",
+    ("reports", "digest"): "renderers read the report model; digest_run drives the digest",
+    ("govern.reports.digest_run", "rules"): "digest -> rules -> render applies the digest rules",
+    ("govern.reports.digest_run", "wrappers"): "the run feature hands its blind windows as data",
 }
 
 #: Back edges and cycles other branches are removing: empty it as they land (the test fails on
 #: an entry that no longer occurs, so it cannot go stale).
 BEING_REMOVED: frozenset[tuple[str, ...]] = frozenset(
     {
-        # the saved-digest model and its loader import each other (branch digest-model)
-        ("govern.reports.digest_govern", "govern.reports.digest_input"),
         # rules register by import side effect (branch rules)
         (
             "govern.rules.catalog",
@@ -114,6 +116,13 @@ def imports(package: Path) -> list[Edge]:
     return edges
 
 
+def allowed_by(edge: Edge) -> list[tuple[str, str]]:
+    """The ALLOWED entries that let ``edge`` cross into another feature."""
+    importers = {edge.importer, layer_of(edge.importer)[1]}
+    imported = {edge.imported, layer_of(edge.imported)[1]}
+    return [entry for entry in ALLOWED if entry[0] in importers and entry[1] in imported]
+
+
 def back_edges(edges: Iterable[Edge]) -> list[Edge]:
     """The imports that break the layers."""
     wrong = []
@@ -121,7 +130,7 @@ def back_edges(edges: Iterable[Edge]) -> list[Edge]:
         (low, unit), (high, other) = layer_of(edge.imported), layer_of(edge.importer)
         crosses_into_a_feature = low == "features" and high in ("features", "reports")
         if LAYERS.index(low) > LAYERS.index(high) or (
-            crosses_into_a_feature and unit != other and (other, unit) not in ALLOWED
+            crosses_into_a_feature and unit != other and not allowed_by(edge)
         ):
             wrong.append(edge)
     return wrong
@@ -182,7 +191,7 @@ def test_no_modules_import_each_other_in_a_cycle() -> None:
 
 
 def test_every_allowed_edge_is_used() -> None:
-    used = {(layer_of(e.importer)[1], layer_of(e.imported)[1]) for e in imports(REPO / "govern")}
+    used = {entry for edge in imports(REPO / "govern") for entry in allowed_by(edge)}
     assert set(ALLOWED) <= used, f"unused, remove: {sorted(set(ALLOWED) - used)}"
 
 
@@ -211,14 +220,17 @@ GOOD = {
     "cli.py": "from govern.reports import text\n",
     "wrappers/__init__.py": "",
     "wrappers/journal.py": "from govern.state import x\n",
+    "wrappers/status.py": "",
     "schedulers/__init__.py": "",
     "schedulers/plan.py": "",
     "rules/__init__.py": "",
-    "rules/digest.py": "from govern.digest.model import Class\n",
+    "rules/digest.py": "from govern.digest.classes import Class\n",
     "digest/__init__.py": "",
+    "digest/classes.py": "",
     "digest/model.py": "",
     "reports/__init__.py": "",
     "reports/text.py": "from govern.charts import svg\n",
+    "reports/digest_run.py": "from govern.wrappers import status\n",  # ALLOWED
     "charts/__init__.py": "",
     "charts/svg.py": "",
 }
@@ -242,6 +254,7 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
         # a feature into another feature, a report into a feature, outside ALLOWED
         ("schedulers/plan.py", "from govern.wrappers import journal\n", "govern.wrappers.journal"),
         ("reports/text.py", "from govern.wrappers.journal import Run\n", "govern.wrappers.journal"),
+        ("rules/digest.py", "from govern.digest.model import Class\n", "govern.digest.model"),
     ],
 )
 def test_a_back_edge_is_reported(tmp_path: Path, importer: str, text: str, imported: str) -> None:
@@ -258,7 +271,7 @@ def test_a_cycle_is_reported_through_a_package_init(tmp_path: Path) -> None:
         tmp_path,
         GOOD
         | {
-            # importing digest.model from outside runs digest/__init__, which imports the rules
+            # importing digest.classes from outside runs digest/__init__, which imports the rules
             "digest/__init__.py": "from govern.digest.report import render\n",
             "digest/report.py": "from govern.rules.digest import check\n",
         },
