@@ -18,9 +18,18 @@ from typing import Literal
 DASH = "–"
 
 # --- parsing ------------------------------------------------------------------------------
-_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_SECONDS = {
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 0.001,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+    "w": 604800.0,
+}
+_NUMBER = re.compile(r"\d+(?:\.\d+)?|\.\d+")
+_DURATION_PART = re.compile(rf"\s*({_NUMBER.pattern})\s*(us|µs|ms|s|m|h|d|w)")
 DURATION_EXAMPLE = "a duration like 90, 90s, 15m, 1h30m or 500ms"
 
 #: MySQL's option-file multiples (``max_allowed_packet=16M``): binary, case-insensitive.
@@ -30,7 +39,7 @@ SIZE_EXAMPLE = "a size like 512, 64K, 16M or 1.5G"
 
 
 def parse_duration(value: object) -> float:
-    """Seconds from ``90``, ``"90s"``, ``"15m"``, ``"1h30m"``, ``"500ms"``, ``"2d"`` or ``"1w"``.
+    """Seconds from ``90``, ``"90s"``, ``"15m"``, ``"1h30m"``, ``"500ms"``, ``"250us"`` or ``"1w"``.
 
     A bare number is seconds; ``m`` is minutes. Raise ValueError with one wording for every
     command; the caller adds the option or file:line.

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import re
-
 import click
 
 from govern.errors import EXIT_FINDINGS, UsageError
-
-_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+from govern.units import parse_duration
 
 
 def parse_seconds(value: str, option: str) -> float:
-    """``1ms``, ``0.5s``, ``250us``, ``2m``; a bare number is seconds."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(us|µs|ms|s|m|h)?\s*", value)
-    if not match:
-        raise UsageError(f"{option} {value}: expected a duration such as 1ms, 0.5s or 2m")
-    return float(match.group(1)) * _UNITS[match.group(2) or "s"]
+    """``1ms``, ``0.5s``, ``250us``, ``2m`` (govern.units.parse_duration); 0 is allowed."""
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise UsageError(f"{option} {value}: {exc}") from None
 
 
 def parse_share(value: str, option: str) -> float:

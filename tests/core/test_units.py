@@ -21,6 +21,9 @@ from govern import units
         ("1h30m", 5400.0),
         ("1h 30m", 5400.0),
         ("500ms", 0.5),
+        ("250us", 0.00025),
+        ("250 µs", 0.00025),
+        (".5s", 0.5),
         ("2d", 172800.0),
         ("1w", 604800.0),
         (" 7d ", 604800.0),
@@ -31,7 +34,8 @@ def test_durations_parse(text: object, seconds: float) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", ["", "soon", "1x", "m5", "-5", "5m 3", "1m30", "1.5.2s", True, None, -1, float("inf")]
+    "bad",
+    ["", "soon", "1x", "m5", "-5", "5m 3", "1m30", "1.5.2s", "5.s", True, None, -1, float("inf")],
 )
 def test_a_bad_duration_says_what_is_expected(bad: object) -> None:
     with pytest.raises(ValueError) as raised:
