@@ -11,29 +11,11 @@ from typing import Any
 
 from govern import native
 from govern.connection import Connection, ConnectionSettings
-from govern.privileges import Grants, grant_statement, read_grants
+from govern.privileges import FeatureCheck, Grants, grant_statement, read_grants
 from govern.server import ServerInfo, current_account, detect
 
 SCHEMA = "govern.doctor"
 SCHEMA_VERSION = 1
-
-
-@dataclasses.dataclass
-class FeatureCheck:
-    """One govern feature: ready or not, and every reason why not, with the fix."""
-
-    key: str
-    title: str
-    ready: bool = True
-    missing: list[str] = dataclasses.field(default_factory=list)
-    fixes: list[str] = dataclasses.field(default_factory=list)
-    notes: list[str] = dataclasses.field(default_factory=list)
-
-    def need(self, reason: str, fix: str | None = None) -> None:
-        self.ready = False
-        self.missing.append(reason)
-        if fix and fix not in self.fixes:
-            self.fixes.append(fix)
 
 
 @dataclasses.dataclass

@@ -16,6 +16,25 @@ _GRANT_RE = re.compile(
 )
 
 
+@dataclasses.dataclass
+class FeatureCheck:
+    """One govern feature (or collect source): ready or not, every reason why not, with the
+    fix (a GRANT, a setting). Here, below doctor and the features that check themselves."""
+
+    key: str
+    title: str
+    ready: bool = True
+    missing: list[str] = dataclasses.field(default_factory=list)
+    fixes: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def need(self, reason: str, fix: str | None = None) -> None:
+        self.ready = False
+        self.missing.append(reason)
+        if fix and fix not in self.fixes:
+            self.fixes.append(fix)
+
+
 def _split_privileges(text: str) -> list[str]:
     """``SELECT (a, b), INSERT`` → ["SELECT", "INSERT"] (column lists dropped)."""
     out: list[str] = []

@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING
 import pymysql
 
 from govern.connection import Connection, error_text, query_all
-from govern.privileges import grant_statement
+from govern.privileges import FeatureCheck, grant_statement
 
 if TYPE_CHECKING:
-    from govern.doctor import FeatureCheck
     from govern.server import ServerInfo
 
 
@@ -35,7 +34,6 @@ def collect_features(
     *,
     local: bool,
 ) -> list[FeatureCheck]:
-    from govern.doctor import FeatureCheck
 
     output = server.log_output.upper()
     file = FeatureCheck("collect.file", "govern collect LOG: the slow-log file, followed")

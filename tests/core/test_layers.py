@@ -26,7 +26,7 @@ from tests.paths import REPO
 LAYERS = ("core", "features", "reports", "commands")
 
 #: govern.<name>: the feature packages, and doctor (the library of `govern doctor`).
-FEATURES = frozenset({"digest", "batch", "wrappers", "schedulers", "rules", "doctor"})
+FEATURES = frozenset({"digest", "batch", "wrappers", "schedulers", "rules", "doctor", "collect"})
 REPORTS = frozenset({"reports", "html", "charts"})
 COMMANDS = frozenset({"cli", "cli_options", "commands", "__main__"})
 
@@ -37,6 +37,8 @@ ALLOWED = {
     ("reports", "digest"): "renderers read the report model; digest_run drives the digest",
     ("govern.reports.digest_run", "rules"): "digest -> rules -> render applies the digest rules",
     ("govern.reports.digest_run", "wrappers"): "the run feature hands its blind windows as data",
+    ("collect", "digest"): "the collector feeds the digest engines and writes digest documents",
+    ("doctor", "govern.collect.readiness"): "doctor says whether collect's sources are readable",
 }
 
 #: Back edges and cycles other branches are removing: empty it as they land (the test fails on
