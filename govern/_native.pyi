@@ -91,6 +91,7 @@ class Range:
 class Total:
     events: int
     no_statement: int
+    banners: int
     filtered: int
     malformed: int
     def context(self) -> tuple[bytes | None, bytes | None]: ...

@@ -6,10 +6,10 @@ both tools see the same events (the conformance tests compare class by class):
 * The text is cut into records at every ``;\\n#`` (Perl's ``$/``); the ``#`` that
   ends one record starts the next one's first line.
 * Server start-up banners (``Tcp port:``, ``… mysqld, Version: … started with:``,
-  ``Time Id Command Argument``) are removed wherever they appear. Like pt, the
-  banner pattern only knows ``mysqld``: MariaDB's ``mariadbd, Version`` line is
-  not a banner, so the event before a MariaDB banner swallows the one after it
-  (a pt defect kept for compatibility, documented in docs/design/digest-engines.md).
+  ``Time Id Command Argument``) are removed wherever they appear, and counted. pt's
+  banner pattern only knows ``mysqld``; govern's also knows MariaDB's ``mariadbd,
+  Version`` line, so a MariaDB banner ends the event before it instead of gluing it
+  to the one after (a deliberate difference from pt, docs/design/digest-engines.md).
 * In a record, the leading lines that start with ``#``, ``use `` or
   ``SET timestamp|insert_id|last_insert_id`` are the header; the statement is
   everything from the first other line on.
@@ -47,12 +47,12 @@ __all__ = [
 ]
 
 SEPARATOR = b";\n#"
+_VERSION_LINE = rb"[/A-Z].*(?:mysqld|mariadbd),\sVersion.*(?:started\swith:|embedded\slibrary)"
 _BANNER = re.compile(
-    rb"^(?:T[cC][pP]\s[pP]ort:\s+\d+"
-    rb"|[/A-Z].*mysqld,\sVersion.*(?:started\swith:|embedded\slibrary)"
-    rb"|Time\s+Id\s+Command).*\n",
-    re.M,
+    rb"^(?:T[cC][pP]\s[pP]ort:\s+\d+|" + _VERSION_LINE + rb"|Time\s+Id\s+Command).*\n", re.M
 )
+#: One per banner: the line that names the server and its version.
+_BANNER_START = re.compile(rb"^" + _VERSION_LINE, re.M)
 _BANNER_TCP_OR_TIME = re.compile(rb"\n(?:T[cC][pP]\s[pP]ort:|Time\s+Id\s+Command)")
 _STRIP_END = re.compile(rb";\n#?(?=\n?\Z)")
 _STATEMENT_START = re.compile(rb"\n(?!#|use |SET (?:last_insert_id|insert_id|timestamp))")
@@ -101,10 +101,11 @@ class Record:
     ``text`` has '#' restored at the start and ';\\n#' cut at the end; ``split`` is
     the index of the newline that ends the header (-1: no statement line);
     ``forced_arg`` is set by the no-statement fallback (``admin``: it read an
-    administrator command). A plain class: one is made per event.
+    administrator command); ``banners`` counts the server banners removed from it.
+    A plain class: one is made per event.
     """
 
-    __slots__ = ("admin", "forced_arg", "offset", "split", "text")
+    __slots__ = ("admin", "banners", "forced_arg", "offset", "split", "text")
 
     def __init__(
         self,
@@ -113,12 +114,14 @@ class Record:
         split: int = -1,
         forced_arg: bytes | None = None,
         admin: bool = False,
+        banners: int = 0,
     ) -> None:
         self.offset = offset
         self.text = text
         self.split = split
         self.forced_arg = forced_arg
         self.admin = admin
+        self.banners = banners
 
 
 def read_records(
@@ -154,6 +157,7 @@ def read_records(
 
     while pending or pos < stop:
         at_end = False  # the record runs to the end of the input (it may be cut short)
+        removed = 0  # banners removed from this record
         if pending:
             offset, text = pending.pop(0)
         else:
@@ -186,6 +190,7 @@ def read_records(
                 if header >= 0:
                     offset += header + 1
         if _BANNER.search(text):
+            removed = len(_BANNER_START.findall(text))
             text = _BANNER.sub(b"", text)
             chunks = text.split(SEPARATOR)
             while chunks and not chunks[-1]:
@@ -197,6 +202,7 @@ def read_records(
             text = b"#" + text
         text = text[:-3] if text.endswith(SEPARATOR) else _STRIP_END.sub(b"", text, count=1)
         _append(records, offset, text, pending, next_piece, at_end)
+        records[-1].banners = removed
     return records, pos
 
 
@@ -207,10 +213,10 @@ def _banner_lines(data: bytes, pos: int, limit: int) -> list[int]:
     the pattern over every line costs more than reading the whole log.
     """
     starts = {m.start() + 1 for m in _BANNER_TCP_OR_TIME.finditer(data, pos, limit)}
-    at = data.find(b"mysqld,", pos, limit)
+    at = data.find(b"Version", pos, limit)
     while at >= 0:
         starts.add(data.rfind(b"\n", pos, at) + 1 or pos)
-        at = data.find(b"mysqld,", at + 1, limit)
+        at = data.find(b"Version", at + 1, limit)
     starts.add(pos)
     return sorted(line for line in starts if _BANNER.match(data, line, limit))
 

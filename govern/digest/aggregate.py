@@ -302,6 +302,7 @@ class Partial:
     no_statement: int = 0  # records with no statement (pt drops them too)
     malformed: int = 0
     malformed_kept: list[Malformed] = field(default_factory=list)
+    banners: int = 0  # server banners read as record boundaries (pt glues across MariaDB's)
     # Context: pt's inherited ts and db, as this part starts needing them and ends.
     last_ts: str | None = None
     last_db: str | None = None
@@ -414,6 +415,7 @@ def merge(left: Partial, right: Partial, *, max_classes: int) -> Partial:
     left.filtered += right.filtered
     left.no_statement += right.no_statement
     left.malformed += right.malformed
+    left.banners += right.banners
     room = MALFORMED_KEPT - len(left.malformed_kept)
     left.malformed_kept.extend(right.malformed_kept[: max(0, room)])
     if right.ts_seen:

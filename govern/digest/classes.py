@@ -33,6 +33,7 @@ class ClassSource(Protocol):
     no_statement: int
     malformed: int
     malformed_kept: list[Malformed]
+    banners: int
     minutes: dict[str, list[int]]
 
     def class_count(self) -> int:

@@ -339,6 +339,7 @@ def global_totals(
         "filtered": partial.filtered,
         "no_statement": partial.no_statement,
         "malformed": partial.malformed,
+        "banners": partial.banners,
     }
 
 

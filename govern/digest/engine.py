@@ -251,6 +251,7 @@ class Digester:
         minutes, minutes_unknown = partial.minutes, partial.minutes_unknown
         events_seen = 0
         for record, event, fp in zip(records, events, fps, strict=True):
+            partial.banners += record.banners  # given back below if the record is deferred
             if fp is None:
                 partial.no_statement += 1
                 if record.forced_arg == b"":
@@ -279,6 +280,7 @@ class Digester:
             if deferring:
                 if (options.needs_ts and not ts_known) or (options.needs_db and not db_known):
                     self.deferred.append(record)
+                    partial.banners -= record.banners  # counted when digested
                     continue
                 deferring = False
             if filtering and not self._keep(event, fp, ts, db):

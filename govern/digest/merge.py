@@ -77,6 +77,7 @@ def partial_of(document: Mapping[str, Any]) -> tuple[Partial, list[Source]]:
     partial.filtered = totals["filtered"]
     partial.no_statement = totals["no_statement"]
     partial.malformed = totals["malformed"]
+    partial.banners = totals.get("banners", 0)  # absent in documents of an older govern
     partial.malformed_kept = [
         Malformed(names.get(bad["file"], 0), bad["line"], bad["reason"])
         for bad in document["malformed"]

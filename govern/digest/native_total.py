@@ -44,6 +44,7 @@ class NativePartial:
         self.filtered: int = total.filtered
         self.no_statement: int = total.no_statement
         self.malformed: int = total.malformed
+        self.banners: int = total.banners
         self.malformed_kept = [
             Malformed(file, line, malformed_reason(raw))
             for file, line, raw in total.malformed_kept()

@@ -75,6 +75,8 @@ pub struct RangeDigest {
     pub texts: Interner,
     pub events: u64,
     pub no_statement: u64,
+    /// Server banners read as record boundaries (in the records digested here).
+    pub banners: u64,
     /// Events `--since`, `--until` or `--filter` left out.
     pub filtered: u64,
     /// The reader's first events that needed the context before the range (engine.py's
@@ -268,6 +270,7 @@ impl<'o> Digester<'o> {
                 texts,
                 events: 0,
                 no_statement: 0,
+                banners: 0,
                 filtered: 0,
                 deferred_events: 0,
                 malformed: Vec::new(),
@@ -673,13 +676,16 @@ pub fn digest_range(input: Bytes<'_>, start: usize, stop: usize, end: usize, opt
         let Some(ev) = parser.next_event() else { break };
         events += 1;
         let deferring = d.deferring;
+        let banners = u64::from(ev.banners);
         d.add(&ev);
         let skipped = parser.take_skipped();
+        let banners = banners + parser.take_skipped_banners();
         if deferring && d.deferring {
             // This event and the records the reader skipped with it: the merge's.
             d.r.deferred_events += 1;
             continue;
         }
+        d.r.banners += banners;
         for offset in skipped {
             d.r.no_statement += 1;
             let line = d.line_at(offset as u64);
@@ -690,6 +696,7 @@ pub fn digest_range(input: Bytes<'_>, start: usize, stop: usize, end: usize, opt
             released = input.release(released, parser.pos() - RELEASE_STEP / 2);
         }
     }
+    d.r.banners += parser.take_skipped_banners();
     for offset in parser.take_skipped() {
         d.r.no_statement += 1;
         let line = d.line_at(offset as u64);

@@ -93,6 +93,9 @@ pub struct Event<'p> {
     pub offset: u64,
     /// The record ran to the end of the input without a separator (it may be cut short).
     pub at_end: bool,
+    /// Server banners removed from the event's record (a record boundary for govern, not
+    /// for pt when the server is MariaDB's `mariadbd`: docs/design/digest-engines.md).
+    pub banners: u32,
 }
 
 impl<'p> Event<'p> {
@@ -182,8 +185,11 @@ pub struct Parser<'d> {
     input_end: bool,
     cur_offset: usize,
     cur_at_end: bool,
+    cur_banners: u32,
     /// Python offsets of header-only records pt skips at the end of the input.
     skipped: Vec<usize>,
+    /// Banners in those records.
+    skipped_banners: u64,
     stmt_buf: Vec<u8>,
     cur: StmtSrc,
     arena: Vec<u8>,
@@ -191,7 +197,7 @@ pub struct Parser<'d> {
     props: Vec<(Item, Option<Item>)>,
     sigs: Vec<u64>,
     known: [u16; 10],
-    mysqld: memmem::Finder<'static>,
+    version: memmem::Finder<'static>,
     newline_t: memmem::Finder<'static>,
     uh: memmem::Finder<'static>,
 }
@@ -213,7 +219,9 @@ impl<'d> Parser<'d> {
             input_end: true,
             cur_offset: 0,
             cur_at_end: false,
+            cur_banners: 0,
             skipped: Vec::new(),
+            skipped_banners: 0,
             stmt_buf: Vec::new(),
             cur: StmtSrc::Buf,
             arena: Vec::new(),
@@ -221,7 +229,7 @@ impl<'d> Parser<'d> {
             props: Vec::with_capacity(32),
             sigs: Vec::with_capacity(32),
             known: [u16::MAX; 10],
-            mysqld: memmem::Finder::new(b"mysqld,"),
+            version: memmem::Finder::new(b"Version"),
             newline_t: memmem::Finder::new(b"\nT"),
             uh: memmem::Finder::new(USER_HOST),
         }
@@ -243,6 +251,11 @@ impl<'d> Parser<'d> {
     /// Offsets (see `Event::offset`) of header-only records skipped since the last call.
     pub fn take_skipped(&mut self) -> Vec<usize> {
         std::mem::take(&mut self.skipped)
+    }
+
+    /// Banners in the records skipped since the last call.
+    pub fn take_skipped_banners(&mut self) -> u64 {
+        std::mem::take(&mut self.skipped_banners)
     }
 
     /// Report positions as offsets from `base` (when `data` is a window of the input).
@@ -297,6 +310,7 @@ impl<'d> Parser<'d> {
             pos_in_log,
             offset: self.base + self.cur_offset as u64,
             at_end: self.cur_at_end,
+            banners: self.cur_banners,
         })
     }
 
@@ -336,8 +350,10 @@ impl<'d> Parser<'d> {
 
             // 2. Server banners: drop their lines; a record may then hold several events.
             let mut src = src;
+            self.cur_banners = 0;
             if self.has_banner(self.stmt_of(src)) {
                 let text = self.stmt_of(src).to_vec();
+                self.cur_banners = banner_start_re().find_iter(&text).count() as u32;
                 let cleaned = banner_re().replace_all(&text, &b""[..]);
                 if let std::borrow::Cow::Owned(cleaned) = cleaned {
                     let mut chunks: Vec<Vec<u8>> =
@@ -442,6 +458,7 @@ impl<'d> Parser<'d> {
                     // A header line ends the record: pt reads up to the next ";\n".
                     let Some((a, b)) = read_at(&self.seps, data, &mut self.pos, &mut self.hit_end, true) else {
                         self.skipped.push(self.cur_offset);
+                        self.skipped_banners += u64::from(self.cur_banners);
                         return Parsed::Skipped;
                     };
                     let l = &data[a..b];
@@ -491,10 +508,10 @@ impl<'d> Parser<'d> {
     }
 
     /// Cheap test before the banner regex: its lines start with `T[cC]` (Tcp port)
-    /// or `Ti` (Time), or contain `mysqld,`.
+    /// or `Ti` (Time), or contain `Version`.
     fn has_banner(&self, s: &[u8]) -> bool {
         let t_line = |at: usize| matches!(s.get(at..at + 2), Some(b"Tc" | b"TC" | b"Ti"));
-        let maybe = self.mysqld.find(s).is_some() || t_line(0) || self.newline_t.find_iter(s).any(|i| t_line(i + 1));
+        let maybe = self.version.find(s).is_some() || t_line(0) || self.newline_t.find_iter(s).any(|i| t_line(i + 1));
         maybe && banner_re().is_match(s)
     }
 
@@ -767,13 +784,22 @@ fn is_null_query(l: &[u8]) -> bool {
     n > 0 && w[1 + n..].starts_with(b": ")
 }
 
+/// pt's banner lines, with MariaDB's `mariadbd` beside `mysqld` (govern/slowlog.py `_BANNER`).
 fn banner_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(
-            r"(?m-u)^(?:T[cC][pP]\s[pP]ort:\s+\d+|[/A-Z].*mysqld,\sVersion.*(?:started\swith:|embedded\slibrary)|Time\s+Id\s+Command).*\n",
+            r"(?m-u)^(?:T[cC][pP]\s[pP]ort:\s+\d+|[/A-Z].*(?:mysqld|mariadbd),\sVersion.*(?:started\swith:|embedded\slibrary)|Time\s+Id\s+Command).*\n",
         )
         .unwrap()
+    })
+}
+
+/// The line that starts each banner: the server and its version.
+fn banner_start_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?m-u)^[/A-Z].*(?:mysqld|mariadbd),\sVersion.*(?:started\swith:|embedded\slibrary)").unwrap()
     })
 }
 

@@ -93,6 +93,8 @@ pub struct Total {
     pub other: Option<Class>,
     pub events: u64,
     pub no_statement: u64,
+    /// Server banners read as record boundaries.
+    pub banners: u64,
     /// Events `--since`, `--until` or `--filter` left out.
     pub filtered: u64,
     pub malformed: u64,
@@ -200,6 +202,7 @@ impl Total {
         }
         self.events += r.events;
         self.no_statement += r.no_statement;
+        self.banners += r.banners;
         self.filtered += r.filtered;
         self.malformed += r.malformed.len() as u64;
         let mut bad = std::mem::take(&mut r.malformed);

@@ -19,7 +19,7 @@ type Classes = BTreeMap<String, (u64, f64)>;
 
 fn pt_classes(pt: &std::path::Path, log: &[u8]) -> Classes {
     let path = std::env::temp_dir().join(format!("govern-native-classes-{}", std::process::id()));
-    std::fs::File::create(&path).unwrap().write_all(log).unwrap();
+    std::fs::File::create(&path).unwrap().write_all(&common::pt_view(log)).unwrap();
     let out = Command::new(pt)
         .args(["--no-version-check", "--output", "json", "--limit", "100%"])
         .arg(&path)

@@ -29,7 +29,7 @@ type EventMap = BTreeMap<String, Option<String>>;
 
 fn oracle_events(oracle: &Path, log: &[u8]) -> Vec<EventMap> {
     let mut tmp = tempfile("events");
-    tmp.1.write_all(log).unwrap();
+    tmp.1.write_all(&common::pt_view(log)).unwrap();
     let out = Command::new("perl").arg(oracle).arg("events").arg(&tmp.0).output().unwrap();
     assert!(out.status.success(), "oracle failed: {}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_file(&tmp.0).ok();

@@ -45,6 +45,7 @@ def test_json_document_contract() -> None:
         "filtered": 0,
         "no_statement": 0,
         "malformed": 0,
+        "banners": 1,  # the log starts with the server's banner
     }
     first, second = document["classes"]
     assert first["fingerprint"] == "update t set n = n ? ? where grp = ? "

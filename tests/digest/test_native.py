@@ -15,6 +15,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from govern.digest.engine import Context, EngineOptions, digest_range
 from govern.digest.native_total import NativePartial
 from govern.digest.options import DigestOptions
 from govern.digest.runner import digest_paths
+from tests.digest.support import pt_readable
 from tests.paths import require_corpus
 
 pytestmark = pytest.mark.skipif(
@@ -40,11 +42,14 @@ def pt_classes(path: Path) -> dict[str, tuple[int, float]]:
     """fingerprint -> (count, Query_time sum) from pt-query-digest's JSON report."""
     if shutil.which("pt-query-digest") is None:
         pytest.skip("pt-query-digest is not installed (percona-toolkit)")
-    out = subprocess.run(
-        ["pt-query-digest", "--no-version-check", "--output", "json", "--limit", "100%", str(path)],
-        capture_output=True,
-        check=True,
-    ).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        readable = pt_readable(path, Path(tmp))
+        out = subprocess.run(
+            ["pt-query-digest", "--no-version-check", "--output", "json", "--limit", "100%",
+             str(readable)],
+            capture_output=True,
+            check=True,
+        ).stdout  # fmt: skip
     doc = json.loads(out.decode("utf-8", "surrogateescape"))
     return {
         c["fingerprint"]: (c["query_count"], float(c["metrics"]["Query_time"]["sum"]))

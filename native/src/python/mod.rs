@@ -250,6 +250,11 @@ impl PyTotal {
     }
 
     #[getter]
+    fn banners(&self) -> u64 {
+        self.inner.banners
+    }
+
+    #[getter]
     fn filtered(&self) -> u64 {
         self.inner.filtered
     }
