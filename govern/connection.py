@@ -268,22 +268,96 @@ def _rank(source_name: str, layers: list[tuple[str, dict[str, Any]]]) -> int:
     return next(i for i, (name, _) in enumerate(layers) if name == source_name)
 
 
-def connect(settings: ConnectionSettings, **overrides: Any) -> Connection:
-    """Open an autocommit utf8mb4 connection, or raise ServerError with one clear line."""
+#: The largest ``long_query_time`` a server accepts (one year): a session with it logs nothing
+#: slow (MySQL's opt-out; MariaDB's is its session switch).
+LONG_QUERY_TIME_MAX = 31_536_000
+_LONG_QUERY_TIME_OUT = f"SET SESSION long_query_time = {LONG_QUERY_TIME_MAX}"
+#: How a session opts out of the slow log, tried in order until the server accepts one.
+_OPT_OUTS_MARIADB = ("SET SESSION slow_query_log = OFF", _LONG_QUERY_TIME_OUT)
+_OPT_OUTS_MYSQL = (_LONG_QUERY_TIME_OUT,)
+
+
+class OwnConnection(pymysql.connections.Connection):
+    """A connection govern opens for its own work: out of the slow log it governs, and tagged.
+
+    Its session opts out of the slow log before anything else (before PyMySQL's ``SET
+    NAMES``), and every statement starts with ``/* govern:<command> */``, so whatever
+    still reaches a log (a server that ignores the opt-out) says whose it is. See
+    docs/design/run-crash-safety.md, "govern's own footprint".
+    """
+
+    def __init__(self, *args: Any, command: str, **kwargs: Any) -> None:
+        self.command = command
+        self.tag = f"/* govern:{command} */ "
+        #: The statement that opted this session out, or None when the server took none.
+        self.opt_out: str | None = None
+        self._opting_out = True
+        super().__init__(*args, **kwargs)
+
+    def set_character_set(self, charset: str, collation: str | None = None) -> None:
+        if self._opting_out:  # PyMySQL's first statement on a new connection: go first
+            self._opting_out = False
+            self.opt_out = self._opt_out()
+        super().set_character_set(charset, collation)
+
+    def _opt_out(self) -> str | None:
+        mariadb = "mariadb" in str(getattr(self, "server_version", "")).lower()
+        for statement in _OPT_OUTS_MARIADB if mariadb else _OPT_OUTS_MYSQL:
+            try:
+                self.query(statement)
+            except pymysql.err.MySQLError as exc:
+                if exc.args and isinstance(exc.args[0], int) and exc.args[0] >= 2000:
+                    raise  # the connection itself failed, not the statement
+                continue  # e.g. a server whose slow_query_log is global only: the next one
+            return statement
+        return None
+
+    def query(self, sql: str | bytes, unbuffered: bool = False) -> int:
+        tagged = self.tag.encode() + sql if isinstance(sql, bytes) else self.tag + sql
+        return int(super().query(tagged, unbuffered))
+
+
+def connect(
+    settings: ConnectionSettings, *, command: str | None = None, **overrides: Any
+) -> Connection:
+    """Open an autocommit utf8mb4 connection, or raise ServerError with one clear line.
+
+    ``command`` names the govern command the connection works for (``run``, ``status``…):
+    its session then stays out of the slow log and its statements carry ``/* govern:run
+    */`` (:class:`OwnConnection`). Every connection govern opens for itself passes one;
+    a library caller writing its own rows leaves it out: those statements are its workload.
+    """
     kwargs = settings.pymysql_kwargs()
     kwargs.update(
         autocommit=True,
         charset="utf8mb4",
-        program_name="govern",
+        program_name="govern" if command is None else f"govern {command}",
         cursorclass=pymysql.cursors.Cursor,
     )
     kwargs.update(overrides)
     try:
-        return pymysql.connect(**kwargs)
+        if command is None:
+            return pymysql.connect(**kwargs)
+        return OwnConnection(command=command, **kwargs)
     except pymysql.err.MySQLError as exc:
         raise ServerError(f"cannot connect to {settings.describe()}: {error_text(exc)}") from None
     except OSError as exc:  # e.g. a socket path that is not a socket
         raise ServerError(f"cannot connect to {settings.describe()}: {exc}") from None
+
+
+def log_like_anyone(conn: Connection) -> None:
+    """From now on, ``conn``'s statements are logged like any client's (``govern load``'s
+    rows are the user's workload, not govern's own); a no-op on other connections."""
+    if not isinstance(conn, OwnConnection) or conn.opt_out is None:
+        return
+    name = conn.opt_out.split()[2]
+    statement = f"SET SESSION {name} = DEFAULT"
+    if name == "slow_query_log":
+        # MariaDB: the statement that switches the log back on would be logged itself;
+        # with its own long_query_time it is not (measured, tests/core/test_footprint.py).
+        statement = f"SET STATEMENT long_query_time = {LONG_QUERY_TIME_MAX} FOR {statement}"
+    query_one(conn, statement)
+    conn.opt_out = None
 
 
 def error_text(exc: BaseException) -> str:

@@ -51,7 +51,7 @@ def target_from_server(settings: object) -> tuple[ServerInfo, str]:
     from govern.server import detect
 
     assert isinstance(settings, ConnectionSettings)
-    conn = connect(settings)
+    conn = connect(settings, command="lint")
     try:
         info = detect(conn, replica_status=False)
     finally:

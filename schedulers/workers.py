@@ -150,7 +150,7 @@ class ServerPool:
             raise GovernError(f"{self.catalog.path}:{spec.line}: {exc.message}") from None
         worker = Worker(spec, settings)
         try:
-            worker.conn = connect(settings)
+            worker.conn = connect(settings, command="schedule")
             worker.info = detect(worker.conn)
         except ServerError as exc:
             worker.error = exc.message
@@ -181,7 +181,7 @@ class ServerPool:
         """The connection for sizing: a worker by name (None: the first usable one)."""
         if name == "primary":
             if self._primary_conn is None and self.primary is not None:
-                self._primary_conn = connect(self.primary.settings)
+                self._primary_conn = connect(self.primary.settings, command="schedule")
             return self._primary_conn
         candidates = self.usable() if name is None else [self.worker(name)]
         return next((w.conn for w in candidates if w.usable), None)

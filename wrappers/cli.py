@@ -38,7 +38,8 @@ def seconds(
     type=click.Choice(["auto", "global", "threshold", "session"]),
     default="auto",
     show_default=True,
-    help="auto: session for mysql/mariadb client jobs, else threshold. global: slow log off "
+    help="auto: session for jobs that opt their sessions out (mysql/mariadb clients, govern "
+    "load, --opts-out), else threshold. global: slow log off "
     "for everyone. threshold: raise the global long_query_time. session: the job's own sessions "
     "opt out (govern's Python API, $GOVERN_INIT_COMMAND, MariaDB clients).",
 )
@@ -66,6 +67,12 @@ def seconds(
     show_default=True,
     help="When the setting cannot be changed: refuse (exit 3) or run the job ungoverned.",
 )
+@click.option(
+    "--opts-out",
+    is_flag=True,
+    help="The job opts its own sessions out: it passes $GOVERN_INIT_COMMAND to its "
+    "connections, so auto picks session mode.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Only warnings on stderr.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -78,6 +85,7 @@ def run(
     grace: float,
     lease: float,
     on_error: str,
+    opts_out: bool,
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -107,6 +115,7 @@ def run(
             on_error=on_error,
             state_path=Path(state_path) if state_path else None,
             quiet=quiet,
+            opts_out=opts_out,
         ),
     )
     sys.exit(result.exit_code)
@@ -130,7 +139,7 @@ def status(settings: ConnectionSettings, state_path: str | None, as_json: bool) 
     from govern.wrappers.hold import server_started
     from govern.wrappers.status import status_document
 
-    conn = connect(settings)
+    conn = connect(settings, command="status")
     server = detect(conn, replica_status=False)
     with StateStore.open(state_path) as store:
         document = status_document(
@@ -198,7 +207,7 @@ def _connect_with_retry(settings: ConnectionSettings, wait: float) -> Any:
     delay = 0.5
     while True:
         try:
-            return connect(settings)
+            return connect(settings, command="recover")
         except ServerError as exc:
             if time.monotonic() + delay > deadline:
                 raise

@@ -214,7 +214,7 @@ class Holding:
         """Open a new holder connection and :meth:`rejoin`; raises while the server is away."""
         with contextlib.suppress(Exception):
             self.conn.close()
-        self.conn = connect(self.settings)
+        self.conn = connect(self.settings, command="run")
         self.rejoin()
 
     def rejoin(self) -> None:

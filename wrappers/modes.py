@@ -7,9 +7,11 @@
 | global | global slow-log switch off | nothing logged |
 | none | nothing | untouched |
 
-``auto``: session when the job is a MariaDB ``mysql``/``mariadb`` client (it reads the
-init command govern hands it); nothing when the slow log is off anyway; otherwise
-threshold, which keeps pathological queries (everyone's, the job's too) logged.
+``auto``: session when the job opts its own sessions out: a MariaDB ``mysql``/``mariadb``
+client (it reads the init command govern hands it), ``govern load``, or a job declared with
+``--opts-out`` (it passes ``$GOVERN_INIT_COMMAND`` to its connections); nothing when the
+slow log is off anyway; otherwise threshold, which keeps pathological queries (everyone's,
+the job's too) logged.
 Global is never picked for you: it silences every session on the server.
 """
 
@@ -55,8 +57,11 @@ def choose(
     grants: Grants,
     account: tuple[str, str],
     argv: list[str],
+    opts_out: bool = False,
 ) -> Choice:
-    """The mode for this run; raises ServerError (exit 3) when the account cannot do it."""
+    """The mode for this run; raises ServerError (exit 3) when the account cannot do it.
+
+    ``opts_out``: the job declares that its sessions opt out (``--opts-out``)."""
     can_set_global = grants.has_any(info.set_global_privileges)
     if requested is Mode.SESSION or requested is Mode.NONE:
         return Choice(requested, "requested")
@@ -66,8 +71,10 @@ def choose(
             raise refusal(info, account, name)
         return Choice(requested, "requested")
     problem = session.client_problem(argv)
-    if problem is None and session.exemption(info):
-        return Choice(Mode.SESSION, "the job is a MariaDB client: its sessions opt out")
+    declared = "the job opts its sessions out (--opts-out)" if opts_out else None
+    declared = declared or session.opting_out_job(argv)
+    if session.exemption(info) and (declared or problem is None):
+        return Choice(Mode.SESSION, declared or "the job is a MariaDB client: its sessions opt out")
     if not info.slow_log_enabled or info.log_output.upper() == "NONE":
         return Choice(Mode.NONE, "the slow log is off: nothing to change")
     if not can_set_global:

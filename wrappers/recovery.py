@@ -79,7 +79,7 @@ def repair_run(
     record = journal.load(store, run_id)
     if record is None or not record.is_open:
         return "nothing to repair (the run was finished)"
-    conn = connect(settings)
+    conn = connect(settings, command="run")
     try:
         return repair_record(conn, store, record, actor=actor, reason=reason).message
     finally:

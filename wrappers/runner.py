@@ -57,6 +57,8 @@ class RunOptions:
     on_error: str = "refuse"
     state_path: Path | None = None
     quiet: bool = False
+    #: The job opts its own sessions out ($GOVERN_INIT_COMMAND): auto picks session mode.
+    opts_out: bool = False
 
 
 @dataclasses.dataclass
@@ -160,7 +162,7 @@ class _Run:
     # --- steps ------------------------------------------------------------------------
     def execute(self) -> RunResult:
         try:
-            conn = connect(self.settings)
+            conn = connect(self.settings, command="run")
             try:
                 server = detect(conn, replica_status=False)
                 grants = read_grants(conn)
@@ -179,7 +181,9 @@ class _Run:
                 f"{repair.outcome.message}"
             )
         try:
-            choice = choose(self.options.mode, server, grants, account, self.argv)
+            choice = choose(
+                self.options.mode, server, grants, account, self.argv, self.options.opts_out
+            )
         except ServerError as exc:
             conn.close()
             return self._ungoverned(exc)
@@ -196,7 +200,11 @@ class _Run:
             if statement is None:
                 self.report.warn(f"{server.label}: the job's sessions cannot opt out")
             problem = session.client_problem(self.argv)
-            if problem and os.path.basename(self.argv[0]) in session.CLIENTS:
+            if (
+                problem
+                and not self.options.opts_out
+                and os.path.basename(self.argv[0]) in session.CLIENTS
+            ):
                 self.report.warn(f"{problem}: its statements will be logged")
         return self._plain(choice, statement)
 

@@ -22,11 +22,10 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from govern.connection import LONG_QUERY_TIME_MAX
 from govern.server import ServerInfo, build_info
 from govern.wrappers.job import find_program
 
-#: The largest long_query_time a server accepts (one year).
-LONG_QUERY_TIME_MAX = 31_536_000
 CLIENTS = ("mysql", "mariadb")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -134,6 +133,17 @@ def client_problem(argv: list[str]) -> str | None:
             return f"{arg} makes it skip the option file govern hands it"
         if arg.startswith("--init-command"):
             return "it sets its own --init-command"
+    return None
+
+
+def opting_out_job(argv: list[str]) -> str | None:
+    """Why the job opts its own sessions out by itself, or None: ``govern load`` reads
+    ``$GOVERN_INIT_COMMAND`` (its rows then stay out of the slow log too)."""
+    words = list(argv)
+    if len(words) > 2 and words[1:3] == ["-m", "govern"]:
+        words = ["govern", *words[3:]]
+    if len(words) > 1 and os.path.basename(words[0]) == "govern" and words[1] == "load":
+        return "govern load opts its sessions out ($GOVERN_INIT_COMMAND)"
     return None
 
 

@@ -28,7 +28,7 @@ from govern.batch.writer import (
     Transaction,
     is_data_error,
 )
-from govern.connection import Connection, error_text
+from govern.connection import Connection, error_text, log_like_anyone
 from govern.errors import EXIT_FINDINGS, EXIT_OK, EXIT_SERVER, GovernError, UsageError
 
 SCHEMA = "govern.load"
@@ -124,8 +124,13 @@ def load_file(
     transaction: Transaction = "batch",
     max_bad: int = DEFAULT_MAX_BAD,
     progress: Callable[[int, int | None], None] | None = None,
+    log_rows: bool = True,
 ) -> LoadReport:
     """Upsert every good row of ``path`` into ``table``; see the module docstring.
+
+    On a connection govern opened for itself (out of the slow log), the rows' statements
+    are logged like any client's, since they are the caller's workload, unless
+    ``log_rows`` is False (a job that opts its sessions out under ``govern run``).
 
     Mistakes found before the first write (file, format, header, table, key)
     raise UsageError. Once writing started, a failure ends the load and is in
@@ -164,6 +169,8 @@ def load_file(
             transaction=transaction,
             batch_size=writer.max_rows,
         )
+        if log_rows:
+            log_like_anyone(conn)
         _run(writer, source, report, max_bad, progress)
     return report
 

@@ -24,7 +24,7 @@ def doctor(settings: ConnectionSettings, as_json: bool) -> None:
     that would fix it. Exit 0 when every feature is ready, 1 when some is not,
     3 when the server cannot be reached.
     """
-    conn = connect(settings)
+    conn = connect(settings, command="doctor")
     try:
         report = run_doctor(conn, settings)
     finally:

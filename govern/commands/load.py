@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from govern.batch.load import DEFAULT_MAX_BAD, LoadReport, load_file
@@ -95,7 +97,7 @@ def load(
     warned, or the load stopped; 2 for a usage mistake (nothing written);
     3 when the server failed.
     """
-    conn = connect(settings)
+    conn = connect(settings, command="load")
     try:
         with progress(f"loading {file} (bytes read)", None) as bar:
             done = 0
@@ -119,6 +121,8 @@ def load(
                 transaction="all" if transaction == "all" else "batch",
                 max_bad=max_bad,
                 progress=advance,
+                # Under `govern run` in session mode the job's sessions opt out: rows too.
+                log_rows="GOVERN_INIT_COMMAND" not in os.environ,
             )
     finally:
         conn.close()
