@@ -52,6 +52,7 @@ def catalog_text(primary_cnf: Path, workers: dict[str, Path]) -> str:
     for name, cnf in workers.items():
         lines += [f"[workers.{name}]", f'defaults_file = "{cnf}"', ""]
     lines += ["[each.summary]", f'command = ["{EXAMPLE / "job.sh"}", "{{key}}"]', 'timeout = "30m"']
+    lines += ["wrap = true", "opts_out = true"]  # as the example: session mode
     return "\n".join(lines) + "\n"
 
 

@@ -184,6 +184,11 @@ MIGRATIONS: list[Migration] = [
         )
         """,
     ),
+    Migration(
+        "run_0002_window_opened",
+        # connections opened while the run kept the setting changed (they copied it)
+        "ALTER TABLE runs ADD COLUMN window_opened INTEGER",
+    ),
 ]
 
 

@@ -13,7 +13,10 @@ instead of diverging the replica. On MariaDB the job's timeout is also set as
 the server until it ends.
 
 ``wrap = true`` runs the job under ``govern run --name JOB`` (slow-log governance),
-whose exit code is the job's own.
+whose exit code is the job's own. A wrapped ``sql`` job opts its own session out (the
+statement govern's own connection to the worker used), so ``govern run`` takes session
+mode and nothing global changes; ``opts_out = true`` says a command job does the same
+with ``$GOVERN_INIT_COMMAND``.
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ class ServerHandle:
     defaults_file: Path
     read_only: bool = False  # a replica or read_only: SQL jobs get a read-only session
     statement_time_variable: str | None = None  # e.g. max_statement_time on MariaDB
+    #: How a session opts out of the slow log there (wrapped sql jobs run it), if any.
+    opt_out: str | None = None
 
     def environment(self, prefix: str) -> dict[str, str]:
         s = self.settings
@@ -81,20 +86,27 @@ class Attempt:
     rows: int | None
 
 
-def govern_run_argv(job: JobSpec, defaults_file: Path) -> list[str]:
-    """``govern run --name JOB [--mode M] --defaults-file CNF --`` for a wrapped job."""
+def govern_run_argv(job: JobSpec, defaults_file: Path, opts_out: bool) -> list[str]:
+    """``govern run --name JOB [--mode M] [--opts-out] --defaults-file CNF --``."""
     argv = [sys.executable, "-m", "govern", "run", "--name", job.name]
     if job.wrap_mode != "auto":
         argv += ["--mode", job.wrap_mode]
+    if opts_out:
+        argv.append("--opts-out")
     return [*argv, "--defaults-file", str(defaults_file), "--"]
 
 
-def sql_argv(client: str, worker: ServerHandle, statement_limit: float | None) -> list[str]:
+def sql_argv(
+    client: str, worker: ServerHandle, statement_limit: float | None, opt_out: bool = False
+) -> list[str]:
     """The mysql client reading the job's SQL on stdin, with govern's session guards.
 
     ``statement_limit`` backs up the job's timeout on the server (timeout plus the
-    kill grace: govern's own TERM comes first and the outcome says ``timeout``)."""
+    kill grace: govern's own TERM comes first and the outcome says ``timeout``);
+    ``opt_out`` keeps the session out of the slow log (a wrapped job)."""
     init = []
+    if opt_out and worker.opt_out:
+        init.append(worker.opt_out)
     if worker.read_only:
         init.append("SET SESSION TRANSACTION READ ONLY")
     if statement_limit and worker.statement_time_variable:
@@ -108,15 +120,17 @@ def sql_argv(client: str, worker: ServerHandle, statement_limit: float | None) -
 def job_argv(
     job: JobSpec, worker: ServerHandle, client: str | None, kill_grace: float = 0.0
 ) -> list[str]:
+    opts_out = job.opts_out
     if job.sql is not None:
         if client is None:
             raise FileNotFoundError("no mysql or mariadb client on PATH for sql jobs")
         limit = job.timeout + max(kill_grace, 1.0) if job.timeout else None
-        argv = sql_argv(client, worker, limit)
+        opts_out = job.wrap and worker.opt_out is not None
+        argv = sql_argv(client, worker, limit, opt_out=opts_out)
     else:
         argv = list(job.command or ())
     if job.wrap:
-        argv = govern_run_argv(job, worker.defaults_file) + argv
+        argv = govern_run_argv(job, worker.defaults_file, opts_out) + argv
     return argv
 
 

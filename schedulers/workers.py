@@ -167,6 +167,7 @@ class ServerPool:
             self._defaults_file(spec.name, settings),
             read_only=read_only,
             statement_time_variable=worker.info.statement_time_variable,
+            opt_out=getattr(worker.conn, "opt_out", None),
         )
         return worker
 

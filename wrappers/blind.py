@@ -42,6 +42,12 @@ def window_connections(
     ]
 
 
+def connections_made(conn: Connection) -> int:
+    """The server's count of connection attempts since it started (``Connections``)."""
+    rows = query_dicts(conn, "SHOW GLOBAL STATUS LIKE 'Connections'")
+    return int(rows[0]["Value"])
+
+
 def highest_id(conn: Connection) -> int:
     rows = query_dicts(conn, "SELECT MAX(ID) AS top FROM information_schema.PROCESSLIST")
     return int(rows[0]["top"] or 0)

@@ -26,7 +26,7 @@ import pymysql
 from govern.connection import Connection, ConnectionSettings, connect, error_text, query_one
 from govern.errors import ServerError
 from govern.state import StateStore, utcnow
-from govern.wrappers import claims, deadman, journal
+from govern.wrappers import blind, claims, deadman, journal
 from govern.wrappers.claims import Claim, server_mutex
 from govern.wrappers.journal import RunRecord
 from govern.wrappers.variables import Variable
@@ -96,6 +96,8 @@ class Holding:
         #: Every holder connection this run opened (not blind: govern's own).
         self.connection_ids: set[int] = set()
         self.connection_id = 0
+        #: The server's ``Connections`` count when the window began (None: not known).
+        self.connections_at_start: int | None = None
 
     # --- join ---------------------------------------------------------------------
     def prepare(self, conn: Connection) -> None:
@@ -160,6 +162,7 @@ class Holding:
                 raise
             record.state = journal.RUNNING
             record.window_start = utcnow()
+            self.connections_at_start = blind.connections_made(conn)
             record.connection_id = claim.connection_id
             record.window_first_id = claim.since
             with self.store.transaction():
@@ -250,6 +253,7 @@ class Holding:
             if restarted:  # thread ids start again: a new window of blind connections
                 record.server_started = server_started(conn)
                 record.window_first_id = claim.since
+                self.connections_at_start = blind.connections_made(conn)
             if self.event:
                 deadman.create(conn, self.event, variable, original, value, self.lease)
             record.connection_id = claim.connection_id
@@ -261,6 +265,15 @@ class Holding:
         self.claim = None
         self.record.warnings.append(why)
         journal.save(self.store, self.record)
+
+    def connections_opened(self) -> int | None:
+        """Connections opened on the server since the window began, govern's own
+        reconnections left out (the first holder connection came before it)."""
+        if self.connections_at_start is None:
+            return None
+        opened = blind.connections_made(self.conn) - self.connections_at_start
+        opened -= len(self.connection_ids) - 1
+        return opened if opened >= 0 else None  # counters reset: the server restarted
 
     # --- finish ---------------------------------------------------------------------
     def finish(self) -> Outcome:

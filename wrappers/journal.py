@@ -59,6 +59,8 @@ class RunRecord:
     window_first_id: int | None = None
     window_last_id: int | None = None
     event: str | None = None
+    #: Connections opened while the setting was changed (the job's own included).
+    window_opened: int | None = None
     blind: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
 

@@ -328,6 +328,10 @@ class _Run:
         record.state = journal.FINISHED
         record.outcome = outcome.code
         record.window_end = now
+        try:
+            record.window_opened = holding.connections_opened()
+        except pymysql.err.MySQLError as exc:
+            self.report.warn(f"could not count the window's connections: {error_text(exc)}")
         if outcome.code in ("restored", "changed") and record.window_first_id:
             try:
                 record.window_last_id = blind.highest_id(holding.conn)
@@ -340,7 +344,14 @@ class _Run:
             except pymysql.err.MySQLError as exc:
                 self.report.warn(f"could not list blind connections: {error_text(exc)}")
         holding.conn.close()
-        (self.report.warn if outcome.warning else self.report.say)(outcome.message)
+        message = outcome.message
+        if record.window_opened:
+            message += (
+                f"; {record.window_opened} connection(s) were opened while {variable.name} was"
+                f" {variable.show(record.set_value)} (the job's own among them): each keeps it"
+                " until it reconnects"
+            )
+        (self.report.warn if outcome.warning else self.report.say)(message)
         if record.blind:
             self._warn_blind(variable.name, variable.show(record.set_value))
         return self._end(job, outcome)

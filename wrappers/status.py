@@ -97,6 +97,7 @@ def window_json(record: RunRecord) -> dict[str, Any] | None:
         "original_value": _number(variable, record.original_value),
         "start": record.window_start,
         "end": record.window_end,
+        "connections_opened": record.window_opened,
     }
 
 

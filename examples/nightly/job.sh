@@ -4,8 +4,9 @@
 # govern schedule runs it with the worker it picked in the environment: it reads on
 # that worker (a replica, $GOVERN_WORKER_CNF) and writes the few result rows on the
 # primary ($GOVERN_PRIMARY_CNF). Both are 0600 option files: no password in argv.
-# The heavy read runs under `govern run`, so its slow queries stay out of the
-# replica's slow log (skipped, with a note, where `govern run` is not installed).
+# The catalog runs it under `govern run` in session mode (wrap, opts_out): the heavy
+# read's session runs $GOVERN_INIT_COMMAND, so its slow queries stay out of the
+# replica's slow log while every other client's stay in.
 #
 # The day is the one before the night's scheduled time (SUMMARY_DAY overrides).
 set -euo pipefail
@@ -20,17 +21,16 @@ sql=$here/sql/summary.sql
 base=${type##*.}  # web.purchase -> purchase: a type family may have its own SQL
 [ -f "$here/sql/$base.sql" ] && sql=$here/sql/$base.sql
 
-# $GOVERN_RUN is set by the scheduler when its govern has `govern run`.
-wrap=()
-if [ -n "${GOVERN_RUN:-}" ]; then
-  read -r -a wrap <<< "$GOVERN_RUN"
-  wrap+=(--name "summary.$type" --defaults-file "$GOVERN_WORKER_CNF" --)
+# $GOVERN_INIT_COMMAND is set by `govern run` in session mode (the catalog's wrap).
+opt_out=()
+if [ -n "${GOVERN_INIT_COMMAND:-}" ]; then
+  opt_out=(--init-command="$GOVERN_INIT_COMMAND")
 else
-  echo "job.sh: no govern run: the read is not exempted from the slow log" >&2
+  echo "job.sh: not under govern run in session mode: the read is slow-logged" >&2
 fi
 
 { printf "SET @type = '%s', @day = '%s';\n" "$type" "$day"; cat "$sql"; } |
-  "${wrap[@]}" "$client" --defaults-file="$GOVERN_WORKER_CNF" --batch --skip-column-names |
+  "$client" --defaults-file="$GOVERN_WORKER_CNF" "${opt_out[@]}" --batch --skip-column-names |
   "$client" --defaults-file="$GOVERN_PRIMARY_CNF" --local-infile=1 --execute="
     DELETE FROM nightly.summary_hourly WHERE day = '$day' AND type = '$type';
     LOAD DATA LOCAL INFILE '/dev/stdin' INTO TABLE nightly.summary_hourly;"

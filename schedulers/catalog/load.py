@@ -215,6 +215,14 @@ def _job(
         if worker not in worker_names:
             raise r.fail(f"job {name}: unknown worker {worker!r}", *where, "workers")
     wrap = r.boolean(merged, "wrap", False, *where)
+    opts_out = r.boolean(merged, "opts_out", False, *where)
+    if opts_out and not wrap:
+        raise r.fail(
+            f"job {name}: opts_out = true says how the job runs under `govern run`: it needs"
+            " wrap = true",
+            *where,
+            "opts_out",
+        )
     return JobSpec(
         name=name,
         order=0,  # set by _build: catalog order, the FIFO order
@@ -231,6 +239,7 @@ def _job(
         retry_delay=r.duration(merged, "retry_delay", 30.0, *where) or 0.0,
         wrap=wrap,
         wrap_mode=r.choice(merged, "wrap_mode", "auto", WRAP_MODES, *where),
+        opts_out=opts_out,
         line=r.line(*where),
         template=name if section == "each" else None,
         key_given="key" in spec,

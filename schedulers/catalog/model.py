@@ -19,7 +19,7 @@ ENDS = ("short", "long")
 #: A job or worker name ends up in file names, environment values and `govern run --name`.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 CONNECTION_KEYS = ("host", "port", "user", "socket", "database", "dsn", "defaults_file")
-_JOB_SETTINGS = ("timeout", "retries", "retry_delay", "wrap", "wrap_mode", "weight")
+_JOB_SETTINGS = ("timeout", "retries", "retry_delay", "wrap", "wrap_mode", "opts_out", "weight")
 #: The keys each table of a catalog may have (the reader names any other with a suggestion).
 KEYS: dict[str, tuple[str, ...]] = {
     "": (
@@ -92,6 +92,8 @@ class JobSpec:
     retry_delay: float
     wrap: bool
     wrap_mode: str
+    #: (with wrap) the job passes $GOVERN_INIT_COMMAND to its connections: session mode
+    opts_out: bool
     line: int
     #: the [each.NAME] template this job was made from, None for a [jobs.NAME] table
     template: str | None = None

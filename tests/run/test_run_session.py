@@ -190,3 +190,57 @@ def test_threshold_window_sessions_keep_the_raised_threshold(
         cur.execute("SELECT @@SESSION.long_query_time")
         assert cur.fetchone()[0] == 7.0
     assert "opened while long_query_time was 7s" in err
+
+
+OPTING_OUT_JOB = """
+import os, sys, pymysql
+cnf, text = sys.argv[1:3]
+conn = pymysql.connect(read_default_file=cnf, autocommit=True,
+                       init_command=os.environ["GOVERN_INIT_COMMAND"])
+conn.cursor().execute(f"SELECT '{text}'")
+"""
+
+
+def test_auto_picks_session_for_a_job_that_declares_it_opts_out(
+    server: MariaDB, log_all: Any, connect: Any, state_path: Path
+) -> None:
+    """``--opts-out``: the job passes $GOVERN_INIT_COMMAND to its connections itself."""
+    governed, control = marker("declared"), marker("control")
+    cnf = server.defaults_file("govern_app")
+    result = subprocess.run(
+        run_args(
+            server,
+            state_path,
+            "--opts-out",
+            job=[sys.executable, "-c", OPTING_OUT_JOB, str(cnf), governed],
+        ),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "session mode (the job opts its sessions out (--opts-out))" in result.stderr
+    assert history(state_path)[0]["mode"] == "session"
+    select(connect(), control)
+    assert logged(server, control)
+    assert not logged(server, governed)
+    assert value(log_all, "long_query_time") == "0.0"  # nothing global changed
+
+
+def test_the_end_line_counts_the_connections_a_window_blinded(
+    server: MariaDB, log_all: Any, connect: Any, state_path: Path, tmp_path: Path
+) -> None:
+    """Connections opened and closed during a threshold window: gone at the end, but their
+    statements were judged by the raised threshold; the end of the run says how many."""
+    folder = tmp_path / "job"
+    proc = start(
+        run_args(server, state_path, "--mode", "threshold", "--threshold", "7", job=job(folder))
+    )
+    wait_started(folder, proc)
+    for _ in range(3):
+        connect().close()
+    finish(folder)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "3 connection(s) were opened while long_query_time was 7s" in err, err
+    window = history(state_path)[0]["window"]
+    assert window["connections_opened"] == 3

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from govern.connection import ConnectionSettings
 from govern.errors import ConfigError
 from govern.schedulers.catalog import find_cycle, load_catalog
 from tests.schedule.support import WriteCatalog
@@ -333,3 +334,22 @@ def test_old_job_logs_are_pruned(tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
     prune_logs(tmp_path, keep=2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["10", "11", "notes"]
+
+
+def test_opts_out_needs_wrap_and_reaches_govern_run(tmp_path: Path) -> None:
+    from govern.schedulers.launch import ServerHandle, job_argv
+
+    body = GOOD.replace('command = "./job.sh click"', 'command = "./job.sh click"\nopts_out = true')
+    assert _error(tmp_path, body) == (
+        "CATALOG:29: job clicks: opts_out = true says how the job runs under `govern run`:"
+        " it needs wrap = true"
+    )
+    body = body.replace("opts_out = true", "opts_out = true\nwrap = true")
+    (tmp_path / "totals.sql").write_text("SELECT 1;\n")
+    _script(tmp_path)
+    job = load_catalog(write_catalog(tmp_path, body)).job("clicks")
+    handle = ServerHandle(ConnectionSettings(), tmp_path / "w.cnf")
+    argv = job_argv(job, handle, "mariadb")
+    assert argv[argv.index("--") - 3 : argv.index("--") + 1] == [
+        "--opts-out", "--defaults-file", str(tmp_path / "w.cnf"), "--",
+    ]  # fmt: skip

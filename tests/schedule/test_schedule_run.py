@@ -7,6 +7,7 @@ import json
 import stat
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -546,12 +547,35 @@ def test_two_workers_on_one_server_share_the_run_lock(
 EXAMPLE = REPO / "examples" / "nightly"
 
 
+class _OtherClient(threading.Thread):
+    """Another application meanwhile: new connections, each with one slow statement."""
+
+    def __init__(self, server: MariaDB) -> None:
+        super().__init__(daemon=True)
+        self.server = server
+        self.markers: list[str] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            text = f"other-client-{uuid.uuid4().hex[:12]}"
+            conn: Any = self.server.connect("govern_app")
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT SLEEP(0.25), '{text}'")
+            conn.close()
+            self.markers.append(text)
+
+
 def test_the_nightly_example_runs(
     server: MariaDB, connect: Any, tmp_path: Path, state_path: Path
 ) -> None:
     """examples/nightly end to end on one server (primary and worker): load a small day
-    of Zipf-distributed events, then build its summaries and totals."""
+    of Zipf-distributed events, then build its summaries and totals. The summaries run
+    under `govern run` in session mode: another client's slow statements stay logged."""
     cnf = server.defaults_file("govern_admin")
+    with connect().cursor() as cur:
+        cur.execute("SET GLOBAL log_slow_query = ON")
+        cur.execute("SET GLOBAL long_query_time = 0.2")
     load = subprocess.run(
         [
             sys.executable,
@@ -576,8 +600,21 @@ def test_the_nightly_example_runs(
     )
     path = tmp_path / "summaries.toml"
     path.write_text(text)
-    result = night(path, state_path)
+    other = _OtherClient(server)
+    other.start()
+    try:
+        result = night(path, state_path)
+    finally:
+        other.done.set()
+        other.join()
     assert result["status"] == "ok", [j["reason"] for j in result["jobs"] if j["outcome"] != "ok"]
+    time.sleep(0.3)  # a log entry can land just after the client has its result
+    log = server.slow_log.read_text(errors="replace")
+    unlogged = [m for m in other.markers if m not in log]
+    assert len(other.markers) >= 5 and unlogged == [], f"{len(unlogged)} of {len(other.markers)}"
+    job_logs = sorted((state_path.parent / "schedule-logs").rglob("summary.*.log"))
+    assert len(job_logs) == 12
+    assert all("session mode" in p.read_text() for p in job_logs)
     assert len(result["jobs"]) == 13 and result["jobs"][-1]["name"] == "daily_totals"
     sizes = {j["key"]: j["rows"] for j in result["jobs"] if j["name"].startswith("summary.")}
     assert sum(sizes.values()) == 20000
@@ -607,3 +644,25 @@ def test_an_account_that_cannot_see_replica_status_is_treated_as_on_a_replica(
         "worker app: cannot read replica status (needs SLAVE MONITOR or REPLICA MONITOR or SUPER):"
         " the lag guard cannot see it and its sql jobs run read-only"
     ) in result["summary"]["warnings"]
+
+
+def test_a_wrapped_sql_job_runs_in_session_mode(
+    server: MariaDB, connect: Any, tmp_path: Path, state_path: Path
+) -> None:
+    """A wrapped sql job's session opts out by itself: nothing global changes."""
+    text = f"wrapped-sql-{uuid.uuid4().hex[:12]}"
+    (tmp_path / "read.sql").write_text(f"SELECT SLEEP(0.1), '{text}';\n")
+    path = write_catalog(
+        tmp_path,
+        worker_table("w", server.defaults_file("govern_admin"))
+        + '[jobs.read]\nsql = "read.sql"\nwrap = true\n',
+    )
+    with connect().cursor() as cur:
+        cur.execute("SET GLOBAL log_slow_query = ON")
+        cur.execute("SET GLOBAL long_query_time = 0")
+    result = night(path, state_path)
+    assert result["status"] == "ok", result["jobs"][0]["reason"]
+    (job_log,) = (state_path.parent / "schedule-logs").rglob("read.1.log")
+    assert "session mode (the job opts its sessions out" in job_log.read_text()
+    time.sleep(0.3)
+    assert text not in server.slow_log.read_text(errors="replace")
