@@ -61,6 +61,22 @@ def find_program(name: str) -> str | None:
     return None
 
 
+def shell_argv(argv: list[str], path: str) -> list[str] | None:
+    """``argv`` as a shell would start it, when the kernel cannot: a text file without ``#!``
+    runs through ``/bin/sh`` (execve's ENOEXEC, what bash and dash do). None: a binary of no
+    format the kernel knows (bash: "cannot execute binary file"). ``argv`` itself otherwise."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(80)
+    except OSError:
+        return argv  # not readable: exec says why
+    if head.startswith((b"#!", b"\x7fELF")):
+        return argv
+    if b"\x00" in head.split(b"\n", 1)[0]:
+        return None
+    return ["/bin/sh", *argv]
+
+
 def _signal_group(pgid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)

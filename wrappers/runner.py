@@ -30,7 +30,7 @@ from govern.server import ServerInfo, current_account, detect, with_replica_stat
 from govern.state import StateStore, default_state_path, utcnow
 from govern.wrappers import blind, deadman, journal, session
 from govern.wrappers.hold import CONNECTION_ERRORS, Holding, Outcome
-from govern.wrappers.job import JobResult, SignalRelay, find_program, run_job
+from govern.wrappers.job import JobResult, SignalRelay, find_program, run_job, shell_argv
 from govern.wrappers.journal import RunRecord
 from govern.wrappers.lease import LeaseKeeper
 from govern.wrappers.modes import Choice, Mode, choose
@@ -85,8 +85,9 @@ class _Report:
         print_warning(message)
 
 
-def check_program(argv: list[str]) -> None:
-    """Fail before touching the server when the job cannot start (127/126, like a shell)."""
+def check_program(argv: list[str]) -> list[str]:
+    """How the job starts; fails before touching the server when it cannot (127/126, like a
+    shell). A script without ``#!`` runs through /bin/sh, as shells run it."""
     if not argv:
         raise UsageError("nothing to run: govern run [OPTIONS] -- COMMAND [ARGS]...")
     program = argv[0]
@@ -95,6 +96,10 @@ def check_program(argv: list[str]) -> None:
         if os.sep in program and os.path.exists(program):
             raise UsageError(f"{program}: permission denied", exit_code=126)
         raise UsageError(f"{program}: command not found", exit_code=127)
+    started = shell_argv(argv, found)
+    if started is None:
+        raise UsageError(f"{program}: cannot execute binary file: Exec format error", exit_code=126)
+    return started
 
 
 def run(settings: ConnectionSettings, argv: list[str], options: RunOptions) -> RunResult:
@@ -103,7 +108,7 @@ def run(settings: ConnectionSettings, argv: list[str], options: RunOptions) -> R
     Returns the job's exit code in the result. Raises GovernError (exit 2, 3, 126, 127)
     when the job was not run.
     """
-    check_program(argv)
+    started = check_program(argv)
     relay = SignalRelay()
     relay.install()
     run_id = os.urandom(6).hex()
@@ -117,7 +122,8 @@ def run(settings: ConnectionSettings, argv: list[str], options: RunOptions) -> R
             # WAL with synchronous=NORMAL: a commit survives the process being killed (what
             # the journal is for) without an fsync each; only an OS crash may lose the last.
             store.db.execute("PRAGMA synchronous = NORMAL")
-            result = _Run(settings, argv, options, store, relay, run_id, watchdog).execute()
+            run = _Run(settings, argv, options, store, relay, run_id, watchdog, started)
+            result = run.execute()
     except BaseException:
         watchdog.handoff()  # whatever went wrong, the watchdog checks the journal
         raise
@@ -137,8 +143,11 @@ class _Run:
         relay: SignalRelay,
         run_id: str,
         watchdog: Watchdog,
+        started: list[str] | None = None,
     ) -> None:
         self.settings = settings
+        #: What is executed: ``argv``, or /bin/sh reading a script without ``#!``.
+        self.started = started or argv
         self.watchdog = watchdog
         self.argv = argv
         self.options = options
@@ -397,7 +406,7 @@ class _Run:
     def _job(self, env: dict[str, str], on_start: Callable[[], None] | None) -> JobResult:
         try:
             return run_job(
-                self.argv,
+                self.started,
                 env,
                 self.relay,
                 max_runtime=self.options.max_runtime,

@@ -384,6 +384,41 @@ def test_command_not_found_changes_nothing(server: MariaDB, root: Any, state_pat
     assert result.stderr.strip() == "govern: error: no-such-command-x: command not found"
 
 
+def test_a_script_without_a_shebang_runs_through_sh(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    """As shells do: the kernel refuses it (ENOEXEC), so /bin/sh reads it."""
+    script = tmp_path / "j.sh"
+    script.write_text('echo "ran with $1 as $0"\nexit 3\n')
+    script.chmod(0o755)
+    result = subprocess.run(
+        run_args(server, state_path, "--mode", "global", job=[str(script), "x"]),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 3, result.stderr
+    assert result.stdout == f"ran with x as {script}\n"
+    assert value(root, SLOW) == "1"
+
+
+def test_a_binary_that_cannot_run_changes_nothing(
+    server: MariaDB, root: Any, state_path: Path, tmp_path: Path
+) -> None:
+    binary = tmp_path / "j.bin"
+    binary.write_bytes(b"\x00\x01\x02 not an executable format\n")
+    binary.chmod(0o755)
+    result = subprocess.run(
+        run_args(server, state_path, "--mode", "global", job=[str(binary)]),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 126
+    assert result.stderr.strip() == (
+        f"govern: error: {binary}: cannot execute binary file: Exec format error"
+    )
+    assert history(state_path) == []  # refused before anything was journaled or changed
+
+
 def test_threshold_only_raises(server: MariaDB, root: Any, state_path: Path) -> None:
     set_global(root, "long_query_time", "20")
     result = subprocess.run(
