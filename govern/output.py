@@ -64,10 +64,19 @@ def _write_compact(document: Any, out: IO[str]) -> None:
     out.write("}")
 
 
+#: Columns of a console that is not a terminal: lines are never cut where a pipe, a file or
+#: cron reads them (grep must find a whole statement on its line).
+UNCUT = 1 << 20
+
+
 def console(stderr: bool = False) -> Console:
+    """rich's console on stdout (or stderr): the terminal's width, or full lines when piped."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    out = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    if not out.is_terminal:
+        out.width = UNCUT
+    return out
 
 
 def warn(message: str) -> None:

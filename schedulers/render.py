@@ -6,16 +6,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from govern import units
-from govern.output import console as _rich_console
+from govern.output import console
 from govern.schedulers.metrics import CURVE_MARKS
-
-
-def console() -> Any:
-    """stdout's console; piped, it is wide enough that tables are not cut at 80 columns."""
-    out = _rich_console()
-    if not out.is_terminal:
-        out.width = 200
-    return out
+from govern.units import plural
 
 
 def _table(title: str, columns: Sequence[str]) -> Any:
@@ -128,7 +121,7 @@ def print_night(night: dict[str, Any], *, jobs: bool) -> None:
         out.print(table)
     if summary:
         out.print(
-            f"{summary['jobs']} jobs: {counts}; "
+            f"{plural(summary['jobs'], 'job')}: {counts}; "
             f"makespan {units.duration(summary['makespan_s'], 'clock')}, "
             f"mean completion {units.duration(summary['mean_completion_s'], 'clock')}, "
             f"done at 50% of the makespan: {units.share(summary['done_at_half_makespan'], 1)}"
@@ -138,7 +131,7 @@ def print_night(night: dict[str, Any], *, jobs: bool) -> None:
             pct = error.get("median_abs_pct")
             out.print(
                 f"estimates: median error {'-' if pct is None else f'{pct:.0f}%'} over "
-                f"{error['jobs']} jobs; "
+                f"{plural(error['jobs'], 'job')}; "
                 f"total {units.duration(error['total_estimate_s'], 'clock')} estimated, "
                 f"{units.duration(error['total_actual_s'], 'clock')} actual"
             )
