@@ -8,6 +8,8 @@ line to ``COMMANDS``.
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -33,6 +35,31 @@ COMMANDS: dict[str, str] = {
 
 class LazyGroup(click.Group):
     """Imports a command's module only when that command runs (or help lists it)."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Click's own errors (a bad option, a missing argument) as one line too, like
+        govern's: ``govern: error: …`` on stderr with the exit code Click gives (2)."""
+        call = {"args": args, "prog_name": prog_name, "complete_var": complete_var, **extra}
+        if not standalone_mode:
+            return super().main(**call, standalone_mode=False)
+        try:
+            code = super().main(**call, standalone_mode=False)
+        except click.ClickException as exc:
+            where = exc.ctx.command_path if isinstance(exc, click.UsageError) and exc.ctx else ""
+            more = f" (see '{where} --help')" if where else ""
+            click.echo(f"govern: error: {exc.format_message()}{more}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(COMMANDS))

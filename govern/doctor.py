@@ -206,9 +206,16 @@ def warnings_for(server: ServerInfo) -> list[str]:
     if server.replicas:
         for channel in server.replicas:
             if not (channel.io_running and channel.sql_running):
-                out.append(
-                    f"replication from {channel.source_host} is stopped: {channel.last_error}"
+                stopped = [
+                    name
+                    for name, running in (("IO", channel.io_running), ("SQL", channel.sql_running))
+                    if not running
+                ]
+                threads = f"{' and '.join(stopped)} thread{'s' if len(stopped) > 1 else ''}"
+                detail = (
+                    f": {channel.last_error}" if channel.last_error else f" ({threads} not running)"
                 )
+                out.append(f"replication from {channel.source_host} is stopped{detail}")
     return out
 
 

@@ -242,6 +242,11 @@ def size(value: float | None, missing: str = "-") -> str:
     return _SIZES.show(value, missing)
 
 
+def plural(number: int, word: str, words: str | None = None) -> str:
+    """``1 job``, ``2 jobs``, ``1,234 entries``: ``words`` when the plural is not ``word`` + s."""
+    return f"{number:,} {word if number == 1 else words or word + 's'}"
+
+
 def share(value: float | None, digits: int = 0, missing: str = "-") -> str:
     """A fraction 0..1 as a percentage: ``97%``, ``12.5%``."""
     if value is None or not math.isfinite(value):

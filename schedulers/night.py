@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from govern.output import info, warn
+from govern.output import info, is_terminal, warn
 from govern.progress import progress
 from govern.schedulers.catalog import Catalog
 from govern.schedulers.estimates import estimate_error
@@ -77,6 +77,7 @@ def run_night(
             scheduled_for.isoformat() if scheduled_for else None,
         )
         night = history.start_night(label, plan.workers, plan.planned_jobs())
+        bar = is_terminal() if show_progress is None else show_progress
         runner = NightRunner(
             plan,
             pool,
@@ -86,12 +87,13 @@ def run_night(
             log_dir=log_dir(store),
             stop=stop,
             notify=notify,
+            job_lines=not bar,
         )
         try:
             with progress(
-                f"{catalog.name} night {night}", total=len(plan.catalog.jobs), force=show_progress
-            ) as bar:
-                result = runner.run(bar)
+                f"{catalog.name} night {night}", total=len(plan.catalog.jobs), force=bar
+            ) as drawn:
+                result = runner.run(drawn)
         except BaseException as exc:
             runner.abort()
             history.finish_night(night, "error", {}, note=f"{type(exc).__name__}: {exc}")

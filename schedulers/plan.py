@@ -18,6 +18,7 @@ from govern.schedulers.policies import Lane, Task, make_lanes
 from govern.schedulers.simulate import Timeline, simulate
 from govern.schedulers.sizing import Sizes, measure_sizes
 from govern.schedulers.workers import ServerPool
+from govern.units import plural
 
 PLAN_SCHEMA = "govern.schedule.plan"
 #: Predicted run time of a job with no estimate when nothing else is known at all.
@@ -156,8 +157,9 @@ def make_plan(
     missing = [name for name, e in estimates.items() if e.seconds is None]
     if missing:
         warnings.append(
-            f"{len(missing)} jobs have no estimate (no size, no history): they go to the long"
-            f" side and are predicted at {unknown_seconds:.0f}s"
+            f"{plural(len(missing), 'job')} {'has' if len(missing) == 1 else 'have'} no estimate"
+            f" (no size, no history): {'it goes' if len(missing) == 1 else 'they go'} to the long"
+            f" side and {'is' if len(missing) == 1 else 'are'} predicted at {unknown_seconds:.0f}s"
         )
     durations = {t.name: unknown_seconds if t.estimate is None else t.estimate for t in tasks}
     chosen = policy or catalog.policy

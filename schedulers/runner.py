@@ -9,6 +9,8 @@ skipped. A job past its ``timeout`` gets TERM, then KILL after ``kill_grace``.
 Stopping (Ctrl-C, SIGTERM, the service shutting down) starts nothing new; running
 jobs get ``grace`` seconds to finish, then TERM. Every attempt's output goes to
 its own 0600 log file; the last line of a failed one is kept as the reason.
+Without a progress bar (a pipe, cron, ``serve``) each job says when it starts and ends,
+one line each, so a night can be followed as it runs.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from govern.schedulers.launch import Attempt, Process, job_argv, job_environment
 from govern.schedulers.plan import Plan
 from govern.schedulers.policies import Lane
 from govern.schedulers.workers import ServerPool
+from govern.units import duration
 
 TICK = 0.05  # seconds between looks at the running jobs
 
@@ -86,6 +89,7 @@ class NightRunner:
         log_dir: Path,
         stop: StopRequest | None = None,
         notify: Callable[[str], None] = info,
+        job_lines: bool = False,
     ) -> None:
         self.plan = plan
         self.catalog = plan.catalog
@@ -96,6 +100,8 @@ class NightRunner:
         self.log_dir = log_dir / self.catalog.name / str(night_id)
         self.stop = stop or StopRequest()
         self.notify = notify
+        #: Say when each job starts and ends (no progress bar shows it).
+        self.job_lines = job_lines
         self.client = mysql_client()
         self.dispatcher = Dispatcher(plan.policy, plan.tasks, plan.lanes)
         self.running: dict[int, Running] = {}  # lane index -> what runs there
@@ -175,12 +181,15 @@ class NightRunner:
             self._start_free_lanes(now)
 
     def _start_free_lanes(self, now: float) -> None:
+        if not self.dispatcher.pending:  # nothing left to start: no lane waits for lag now
+            self._finish_lag_accounting(now)
+            return
         held: set[str] = set()
         for lane in self.plan.lanes:
             if lane.index in self.running:
                 continue
-            if not self.dispatcher.ready(now):
-                break
+            # The lag is checked whether or not a job is ready: a replica is held (and
+            # waits) for as long as it lags, not only while a job would have started there.
             if not self.pool.lag_allows(lane.worker):
                 held.add(lane.worker)
                 continue
@@ -192,23 +201,24 @@ class NightRunner:
     def _account_lag(self, held: set[str], now: float) -> None:
         """Time each worker spent with a free lane held back by the lag guard; say when a
         hold starts and ends (once each, not every tick)."""
+        limit = self.catalog.lag_guard.max_lag if self.catalog.lag_guard else 0
         for worker in self.pool.usable():
             name = worker.spec.name
+            lag = worker.lag
             if name in held:
                 if worker.held_since is None:
                     worker.held_since = now
-                    lag = worker.lag
-                    seconds = (
-                        "unknown" if lag is None or lag.seconds is None else f"{lag.seconds:.0f}s"
-                    )
-                    limit = self.catalog.lag_guard.max_lag if self.catalog.lag_guard else 0
-                    self.notify(
-                        f"lag guard: {name} lags {seconds} (max {limit:g}s): no new job there"
-                    )
+                    if lag is None or lag.seconds is None:
+                        why = f" ({lag.detail})" if lag is not None and lag.detail else ""
+                        state = f"lag unknown{why}"
+                    else:
+                        state = f"lags {lag.seconds:.0f}s"
+                    self.notify(f"lag guard: {name} {state}, max {limit:g}s: no new job there")
             elif worker.held_since is not None:
                 worker.waited_for_lag += now - worker.held_since
                 worker.held_since = None
-                self.notify(f"lag guard: {name} is back under max_lag")
+                shown = "" if lag is None or lag.seconds is None else f" ({lag.seconds:.0f}s)"
+                self.notify(f"lag guard: {name} is back under max_lag{shown}")
 
     def _finish_lag_accounting(self, now: float) -> None:
         for worker in self.pool.usable():
@@ -247,6 +257,9 @@ class NightRunner:
                 return
         deadline = now + job.timeout if job.timeout else None
         self.running[lane.index] = Running(job, lane, number, process, now, deadline)
+        if self.job_lines:
+            again = f" (attempt {number})" if number > 1 else ""
+            self.notify(f"job {job.name} started on {lane.worker}{again}")
 
     def _check(self, index: int, now: float) -> None:
         run = self.running[index]
@@ -314,6 +327,9 @@ class NightRunner:
         if outcome == "ok":
             self.dispatcher.succeed(job.name)
             self.result.finishes[job.name] = now
+            if self.job_lines:
+                took = duration(now - started, "clock")
+                self.notify(f"job {job.name} ok on {lane.worker} in {took}")
             return
         self.notify(f"job {job.name} {outcome} on {lane.worker}: {reason}")
         for name in self.dispatcher.fail(job.name):
@@ -324,6 +340,8 @@ class NightRunner:
             return
         self.result.outcomes[name] = "skipped"
         self.history.job_skipped(self.night_id, name, reason)
+        if self.job_lines:
+            self.notify(f"job {name} skipped: {reason}")
         if self._progress is not None:
             self._progress.advance()
 

@@ -44,13 +44,14 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from govern.errors import ConfigError, GovernError
+from govern.errors import EXIT_SERVER, ConfigError, GovernError
 from govern.output import info
 from govern.schedulers.catalog import ScheduleSpec, load_catalog
 from govern.schedulers.cron import make_trigger
 from govern.schedulers.history import History, NightLabel
 from govern.schedulers.runner import StopRequest
 from govern.state import StateStore
+from govern.units import duration
 
 NIGHT_JOB_ID = "night"
 
@@ -120,6 +121,13 @@ class _StampingExecutor(ThreadPoolExecutor):
         future.add_done_callback(done)
 
 
+class AlreadyServing(GovernError):
+    """Another ``serve`` has this catalog and state file: exit 3, as a second night meets
+    the run lock."""
+
+    exit_code = EXIT_SERVER
+
+
 class _ServeLock:
     """One serve per state file and catalog: an flock the kernel drops if we die."""
 
@@ -135,7 +143,7 @@ class _ServeLock:
         except BlockingIOError:
             holder = handle.read().strip() or "?"
             handle.close()
-            raise ConfigError(
+            raise AlreadyServing(
                 f"another `govern schedule serve` (pid {holder}) already serves this catalog with"
                 f" this state file ({self.path})"
             ) from None
@@ -270,10 +278,17 @@ class NightService:
                 return
             summary = night.get("summary") or {}
             outcomes = ", ".join(f"{n} {o}" for o, n in sorted(summary.get("outcomes", {}).items()))
+            waits = ", ".join(
+                f"{worker} {duration(seconds, 'clock')}"
+                for worker, seconds in sorted(summary.get("lag_waits_s", {}).items())
+                if seconds
+            )
             self.notify(
                 f"night {night['id']} of {catalog.name}: {night['status']} ({outcomes}),"
                 f" makespan {summary.get('makespan_s', 0):.1f}s, done at half the makespan"
                 f" {summary.get('done_at_half_makespan', 0):.1%}"
+                + (f", waited for replica lag: {waits}" if waits else "")
+                + self._next_night()
             )
 
     def _unrun(self, history: History, scheduled_for: datetime, status: str, note: str) -> None:
@@ -285,7 +300,16 @@ class NightService:
             scheduled_for.isoformat(),
         )
         history.record_unrun_night(label, status, note)
-        self.notify(f"night scheduled for {scheduled_for.isoformat()}: {status}: {note}")
+        self.notify(
+            f"night scheduled for {scheduled_for.isoformat()}: {status}: {note}{self._next_night()}"
+        )
+
+    def _next_night(self) -> str:
+        """``; next night <time>``: when serve will start one again (once it runs)."""
+        job = self.scheduler.get_job(NIGHT_JOB_ID) if self.scheduler.running else None
+        if job is None or job.next_run_time is None:
+            return ""
+        return f"; next night {job.next_run_time.isoformat()}"
 
     def _remember(self, next_fire: datetime | None) -> None:
         self.history.remember_fire(
@@ -337,11 +361,17 @@ def serve_forever(catalog_path: Path, state_path: str | None) -> None:
         s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     }
     try:
-        service.start()
-        while not requested.wait(timeout=3600):
-            pass
+        try:
+            service.start()
+        except BaseException:
+            service.store.close()  # refused or failed: it never served, nothing to stop
+            raise
+        try:
+            while not requested.wait(timeout=3600):
+                pass
+        finally:
+            service.shutdown(grace=service.stop.grace if service.stop.is_set() else None)
+            info(f"stopped serving {service.catalog.name}")
     finally:
-        service.shutdown(grace=service.stop.grace if service.stop.is_set() else None)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        info(f"stopped serving {service.catalog.name}")

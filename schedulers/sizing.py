@@ -18,6 +18,7 @@ import pymysql
 from govern.connection import Connection, error_text, query_one
 from govern.errors import ConfigError, ServerError
 from govern.schedulers.catalog import Catalog
+from govern.units import plural
 
 #: How many names a warning lists before it says "and N more".
 SHOW_NAMES = 5
@@ -145,7 +146,10 @@ def measure_sizes(catalog: Catalog, conn: Connection | None, server: str) -> tup
         if rows[j.name] is None and (j.key_given or j.rows_from_table is not None)
     ]
     if expected and conn is not None:
-        sizes.warnings.append(f"{len(expected)} jobs have no row count: {names_preview(expected)}")
+        have = "has" if len(expected) == 1 else "have"
+        sizes.warnings.append(
+            f"{plural(len(expected), 'job')} {have} no row count: {names_preview(expected)}"
+        )
     if sizes.unclaimed_keys:
         sizes.warnings.append(
             f"{len(sizes.unclaimed_keys)} keys of the sizing query match no job: "

@@ -169,6 +169,7 @@ def recover(
     from govern.output import print_json
     from govern.server import detect
     from govern.state import StateStore
+    from govern.units import plural
     from govern.wrappers import journal
     from govern.wrappers.recovery import recover_server, sweep_events
     from govern.wrappers.status import recover_document
@@ -193,7 +194,7 @@ def recover(
         if not document["repaired"] and not remaining:
             click.echo(f"nothing to recover on {server.identity}")
         if dropped:
-            click.echo(f"dropped {dropped} fired govern event(s)")
+            click.echo(f"dropped {plural(dropped, 'fired govern event')}")
     sys.exit(1 if remaining else 0)
 
 
@@ -287,11 +288,12 @@ def _print_status(document: dict[str, Any]) -> None:
     from rich.table import Table
 
     from govern.output import console
+    from govern.units import plural
 
     out = console()
     slow = document["slow_log"]
     out.print(
-        f"{document['server']['label']} ({document['server']['identity']}) via "
+        f"{document['server']['label']} ({document['server']['identity']}), connected as "
         f"{document['connection']}\n"
         f"slow log {'ON' if slow['enabled'] else 'OFF'} ({slow['variable']}), "
         f"long_query_time {slow['long_query_time']}, log_output {slow['log_output']}, "
@@ -340,6 +342,7 @@ def _print_status(document: dict[str, Any]) -> None:
             f"event {event['schema']}.{event['name']}: {event['status']} at {event['execute_at']}"
         )
     if document["stale"]:
-        out.print(f"{len(document['stale'])} stale entr(y/ies): run `govern recover`")
+        stale = plural(len(document["stale"]), "stale entry", "stale entries")
+        out.print(f"{stale}: run `govern recover`")
     for note in document["notes"]:
         out.print(f"note: {note}")

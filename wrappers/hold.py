@@ -26,6 +26,7 @@ import pymysql
 from govern.connection import Connection, ConnectionSettings, connect, error_text, query_one
 from govern.errors import ServerError
 from govern.state import StateStore, utcnow
+from govern.units import plural
 from govern.wrappers import blind, claims, deadman, journal
 from govern.wrappers.claims import Claim, server_mutex
 from govern.wrappers.journal import RunRecord
@@ -315,8 +316,8 @@ def finish(
         if others:
             outcome = Outcome(
                 "left_for_others",
-                f"{variable.name} stays {variable.show(value)} for {len(others)} other "
-                "govern run(s); the last one restores it",
+                f"{variable.name} stays {variable.show(value)} for"
+                f" {plural(len(others), 'other govern run')}; the last one restores it",
             )
         else:
             current = variable.read(conn)

@@ -28,6 +28,7 @@ from govern.output import warn as print_warning
 from govern.privileges import read_grants
 from govern.server import ServerInfo, current_account, detect, with_replica_status
 from govern.state import StateStore, default_state_path, utcnow
+from govern.units import plural
 from govern.wrappers import blind, deadman, journal, session
 from govern.wrappers.hold import CONNECTION_ERRORS, Holding, Outcome
 from govern.wrappers.job import JobResult, SignalRelay, find_program, run_job, shell_argv
@@ -299,7 +300,7 @@ class _Run:
         value = record.set_value
         if holding.joined_others:
             change = (
-                f"joined {holding.joined_others} other run(s): {variable.name} stays "
+                f"joined {plural(holding.joined_others, 'other run')}: {variable.name} stays "
                 f"{variable.show(value)}"
             )
         elif before == value:
@@ -356,7 +357,8 @@ class _Run:
         message = outcome.message
         if record.window_opened:
             message += (
-                f"; {record.window_opened} connection(s) were opened while {variable.name} was"
+                f"; {plural(record.window_opened, 'connection')}"
+                f" {'was' if record.window_opened == 1 else 'were'} opened while {variable.name} was"
                 f" {variable.show(record.set_value)} (the job's own among them): each keeps it"
                 " until it reconnects"
             )
@@ -389,7 +391,7 @@ class _Run:
         )
         kills = " ".join(f"KILL {c['id']};" for c in connections[:SHOWN_BLIND])
         self.report.warn(
-            f"{len(connections)} connection(s) opened while {name} was {value} keep that value "
+            f"{plural(len(connections), 'connection')} opened while {name} was {value} keep that value "
             f"until they reconnect (sessions copy it when they connect): {shown}{more}. "
             f"Reconnect them, or: {kills}"
         )

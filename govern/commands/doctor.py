@@ -76,11 +76,12 @@ def render_text(report: DoctorReport) -> None:
         table.add_row("replica", f"unknown ({repl['error']})")
     else:
         lag = repl["lag_seconds"]
-        replica_text = (
-            "no"
-            if not repl["is_replica"]
-            else f"yes, lag {lag if lag is not None else 'unknown'} s"
-        )
+        if not repl["is_replica"]:
+            replica_text = "no"
+        elif lag is None:
+            replica_text = "yes, lag unknown (replication is not running)"
+        else:
+            replica_text = f"yes, lag {lag} s"
         table.add_row("replica", replica_text)
     out.print(table)
 

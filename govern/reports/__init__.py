@@ -107,7 +107,8 @@ def summary_lines(report: Report) -> list[str]:
     totals = report.totals
     names = ", ".join(i.name + (f" ({i.host})" if i.host else "") for i in report.inputs)
     lines = [
-        f"{report.events:,} events, {totals.classes:,} classes, "
+        f"{units.plural(report.events, 'event')}, "
+        f"{units.plural(totals.classes, 'class', 'classes')}, "
         f"{units.duration(report.total_time, 'compact')} total query time",
         f"inputs: {names}",
     ]

@@ -111,7 +111,7 @@ def _render_class(out: Any, rank: int, item: ReportClass) -> None:
 
     out.print(f"[bold]# {rank}  {item.id}[/bold]  ({_share(item) * 100:.1f}% of query time)")
     out.print(f"  {escape(_short(item.fingerprint, 400))}")
-    rate = f", {item.qps:.3g}/s" if item.qps else ""
+    rate = f", {units.count(item.qps, 'significant')}/s" if item.qps else ""
     seen = f", seen {item.first_seen} .. {item.last_seen}" if item.first_seen else ""
     out.print(f"  {item.count:,} calls{rate}{seen}")
     table = Table(show_edge=False, pad_edge=False, box=None)

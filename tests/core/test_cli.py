@@ -64,3 +64,23 @@ def test_shell_completion_script() -> None:
         check=False,
     )
     assert "_govern_completion" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("doctor", "--no-such-option"), "No such option '--no-such-option'"),
+        (("run",), "Missing argument 'COMMAND...'"),
+        (("schedule", "run"), "Missing argument 'CATALOG'"),
+        (("history", "--limit", "zero"), "Invalid value for '--limit'"),
+        (("no-such-command",), "No such command 'no-such-command'"),
+    ],
+)
+def test_click_usage_errors_are_one_line_exit_2(args: tuple[str, ...], message: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "govern", *args], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("govern: error: ") and message in line, line
+    assert line.endswith("--help')"), line  # where to read on

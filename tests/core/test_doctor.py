@@ -183,3 +183,25 @@ def test_replica_is_reported_with_lag(server: MariaDB, replica: MariaDB, connect
     deadman = {f["key"]: f for f in report["features"]}["run.deadman"]
     assert deadman["ready"] is False
     assert any("never writes to it" in m for m in deadman["missing"])
+
+
+def test_a_stopped_replica_is_described_in_words(replica: MariaDB) -> None:
+    """Replication stopped by hand: no "lag unknown s", no warning ending on a colon."""
+    root: Any = replica.connect()
+    with root.cursor() as cur:
+        cur.execute("STOP SLAVE SQL_THREAD")
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "govern", "doctor", "--defaults-file",
+             str(replica.defaults_file("govern_admin"))],
+            capture_output=True,
+            text=True,
+        )  # fmt: skip
+    finally:
+        with root.cursor() as cur:
+            cur.execute("START SLAVE SQL_THREAD")
+        root.close()
+    assert "lag unknown (replication is not running)" in done.stdout, done.stdout
+    assert "unknown s" not in done.stdout
+    (warning,) = [line for line in done.stdout.splitlines() if "is stopped" in line]
+    assert warning.endswith("replication from 127.0.0.1 is stopped (SQL thread not running)")

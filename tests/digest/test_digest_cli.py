@@ -399,3 +399,18 @@ def test_log_cut_inside_an_event(tmp_path: Path) -> None:
     assert document["totals"]["events"] == 2 and document["totals"]["malformed"] == 1
     assert document["malformed"][0]["line"] == 15  # its "# Time:" line
     assert f"{cut}:15: event without a statement: the input ends inside it" in proc.stderr
+
+
+def test_text_report_rates_in_plain_figures(tmp_path: Path) -> None:
+    """1,500 calls a second read as 1.50k/s, not 1.5e+03/s."""
+    event = (
+        "# User@Host: app[app] @ localhost []\n# Query_time: 0.000100  Lock_time: 0.000000"
+        "  Rows_sent: 1  Rows_examined: 1\nSELECT 1;\n"
+    )
+    log = tmp_path / "busy.log"
+    log.write_text(
+        "# Time: 261125 10:00:00\n" + event * 1500 + "# Time: 261125 10:00:02\n" + event * 1500
+    )
+    text = govern("digest", str(log)).stdout
+    assert "3,000 calls, 1.50k/s" in text, text
+    assert "e+" not in text

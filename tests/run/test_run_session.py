@@ -241,6 +241,21 @@ def test_the_end_line_counts_the_connections_a_window_blinded(
     finish(folder)
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
-    assert "3 connection(s) were opened while long_query_time was 7s" in err, err
+    assert "3 connections were opened while long_query_time was 7s" in err, err
     window = history(state_path)[0]["window"]
     assert window["connections_opened"] == 3
+
+
+def test_status_names_the_connection_once(server: MariaDB, state_path: Path) -> None:
+    """A socket connection is ``user@localhost via /path``: the line must not say "via" twice."""
+    cnf = server.defaults_file("govern_admin", tcp=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "govern", "status", "--defaults-file", str(cnf),
+         "--state", str(state_path)],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.endswith(f"connected as govern_admin@localhost via {server.socket}"), first
+    assert first.count(" via ") == 1

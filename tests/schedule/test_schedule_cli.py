@@ -14,7 +14,7 @@ import pytest
 from govern.schedulers.catalog import load_catalog
 from govern.schedulers.launch import ServerHandle, job_argv
 from tests.harness import MariaDB
-from tests.schedule.support import WriteCatalog, govern, worker_table
+from tests.schedule.support import WriteCatalog, govern, govern_process, worker_table
 
 pytestmark = pytest.mark.server
 
@@ -358,7 +358,7 @@ def test_a_wrapped_job_runs_under_govern_run(
     )  # the job's own code
 
 
-def test_progress_bar_on_a_terminal_only(
+def test_progress_bar_on_a_terminal_lines_when_piped(
     server: MariaDB, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     path = write_catalog(
@@ -372,8 +372,38 @@ def test_progress_bar_on_a_terminal_only(
     )
     assert tty.returncode == 0, tty.stdout
     assert "bar night 1" in tty.stdout and "/4" in tty.stdout  # rich draws on the pty
+    assert "started on" not in tty.stdout
     piped = govern("schedule", "run", str(path), "--state", str(state_path))
-    assert piped.returncode == 0 and piped.stderr == ""  # quiet when piped
+    assert piped.returncode == 0, piped.stderr
+    lines = piped.stderr.splitlines()
+    for i in range(4):  # one line when a job starts, one when it ends: cron can follow a night
+        assert sum(f"govern: job j{i} started on main" in line for line in lines) == 1
+        assert sum(f"govern: job j{i} ok on main in " in line for line in lines) == 1
+
+
+def test_piped_lines_come_while_the_night_runs(
+    server: MariaDB, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
+) -> None:
+    path = write_catalog(
+        worker_table("main", server.defaults_file("govern_admin"))
+        + '[jobs.wait]\ncommand = "while [ ! -e go ]; do sleep 0.05; done"\n',
+    )
+    proc = govern_process("schedule", "run", str(path), "--state", str(state_path), cwd=tmp_path)
+    assert proc.stderr is not None
+    warnings = []
+    first = proc.stderr.readline()
+    while first.startswith("govern: warning:"):  # the plan's (no history yet)
+        warnings.append(first)
+        first = proc.stderr.readline()
+    (tmp_path / "go").touch()  # the job was still waiting for its file
+    _, rest = proc.communicate(timeout=30)
+    assert proc.returncode == 0, rest
+    assert first.startswith("govern: job wait started on main")
+    assert warnings == [
+        "govern: warning: 1 job has no estimate (no size, no history): it goes to the long"
+        " side and is predicted at 60s\n"
+    ]
+    assert "govern: job wait ok on main in " in rest
 
 
 def test_a_missing_program_fails_its_job_with_a_clear_reason(

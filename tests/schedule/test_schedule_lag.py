@@ -145,3 +145,43 @@ def test_lag_guard_falls_back_to_replica_status(
         night = run_night(load_catalog(path), store, show_progress=False, notify=lambda m: None)
     assert {j["worker"] for j in night["jobs"]} == {"main", "replica"}
     assert night["summary"]["lag_waits_s"]["replica"] == 0
+
+
+def test_a_lagging_replica_stays_held_while_no_job_is_ready(
+    server: MariaDB, replica: MariaDB, tmp_path: Path, state_path: Path
+) -> None:
+    """Replication stopped (lag unknown counts as lagging): while the primary runs the only
+    ready job, the replica is still lagging, so the guard never says it is back, and the
+    time until nothing is left to start (job a's second) counts as a wait."""
+    replica_root: Any = replica.connect()
+    with replica_root.cursor() as cur:
+        cur.execute("STOP SLAVE SQL_THREAD")
+    messages: list[str] = []
+    try:
+        path = write_catalog(
+            tmp_path,
+            '[lag_guard]\nmax_lag = "5s"\nheartbeat_table = "percona.no_such_heartbeat"\n'
+            'check_interval = "0.1s"\n'
+            + worker_table("main", server.defaults_file("govern_admin"))
+            + worker_table("replica", replica.defaults_file("govern_admin"))
+            + '[jobs.a]\ncommand = "sleep 1"\nworkers = ["main"]\n'
+            + '[jobs.b]\ncommand = "sleep 0.2"\ndepends_on = ["a"]\n',
+        )
+        with StateStore.open(state_path) as store:
+            night = run_night(
+                load_catalog(path), store, show_progress=False, notify=messages.append
+            )
+    finally:
+        with replica_root.cursor() as cur:
+            cur.execute("START SLAVE SQL_THREAD")
+            position = server.connect().cursor()  # type: ignore[attr-defined]
+            position.execute("SELECT @@gtid_binlog_pos")
+            cur.execute("SELECT MASTER_GTID_WAIT(%s, 60)", (position.fetchone()[0],))
+        replica_root.close()
+    assert night["status"] == "ok"
+    assert {j["worker"] for j in night["jobs"]} == {"main"}
+    held = [m for m in messages if m.startswith("lag guard:")]
+    assert held == [
+        "lag guard: replica lag unknown (replication is not running), max 5s: no new job there"
+    ]
+    assert night["summary"]["lag_waits_s"]["replica"] >= 0.9

@@ -396,7 +396,7 @@ def test_sizes_nothing_dropped_silently(
     assert plan["sizes"]["bad_rows"] == 1
     assert "2 keys of the sizing query match no job: orphan, other_orphan" in plan["warnings"]
     # a job sized by its name only (quiet) may well be absent from the cache table
-    assert "1 jobs have no row count: nosize" in plan["warnings"]
+    assert "1 job has no row count: nosize" in plan["warnings"]
     with connect("govern_admin").cursor() as cur:
         cur.execute(f"DROP TABLE {counts}_t")
 

@@ -14,7 +14,7 @@ import apscheduler.executors.base
 import apscheduler.schedulers.base
 import pytest
 
-from govern.errors import ConfigError
+from govern.errors import GovernError
 from govern.schedulers import service as night_service
 from govern.schedulers.history import History
 from govern.schedulers.service import NightService
@@ -115,6 +115,10 @@ def test_fires_at_the_cron_time_and_remembers_the_next(
     assert night["status"] == "ok" and night["trigger"] == "cron"
     assert night["scheduled_for"] == "2026-03-01T01:00:00+00:00"
     assert (tmp_path / "fired.txt").read_text() == "2026-03-01T01:00:00+00:00\n"
+    wait_until(lambda: any("next night" in m for m in messages[1:]))
+    said = "\n".join(messages)  # what serve prints as it goes, one line each
+    assert "job stamp started on main" in said and "job stamp ok on main" in said
+    assert "next night 2026-03-02T01:00:00+00:00" in messages[-1]
     service.shutdown()
     with StateStore.open(state_path) as store:
         remembered = History(store).remembered_fire("nightly", "cron 0 1 * * * UTC")
@@ -233,9 +237,14 @@ def test_one_service_per_state_file_and_catalog(
     path = catalog(write_catalog, server, DAILY)
     serve(path, state_path, services)
     second = NightService(path, state_path, notify=lambda m: None)
-    with pytest.raises(ConfigError, match="already serves this catalog"):
+    with pytest.raises(GovernError, match="already serves this catalog") as refused:
         second.start()
+    assert refused.value.exit_code == 3  # as a second `schedule run` meets the run lock
     second.store.close()
+    proc = govern("schedule", "serve", str(path), "--state", str(state_path), timeout=30)
+    assert proc.returncode == 3
+    (line,) = proc.stderr.splitlines()  # refused: it never served, so it never "stopped"
+    assert line.startswith("govern: error: another `govern schedule serve` (pid ")
 
 
 def test_serve_needs_a_schedule(
