@@ -25,6 +25,12 @@ class Window:
     end: float | None
     label: str
     detail: str = ""
+    #: the server it belongs to (``hostname:port``), when known
+    server: str | None = None
+
+
+#: Rows of window labels above a chart; windows on further rows keep their tooltip only.
+LABEL_ROWS = 3
 
 
 def _clock(epoch: float) -> str:
@@ -52,7 +58,7 @@ def time_chart(
         return svg.empty("timeseries", label, "no events in this time range", width)
     left, right, top = 64.0, 28.0, 14.0
     label_rows = _window_rows(windows, times[0], times[-1] + step)
-    top += 14.0 * len(set(label_rows.values()))
+    top += 14.0 * min(len(set(label_rows.values())), LABEL_ROWS)
     bottom = 24.0
     start, end = times[0], times[-1] + step
     x = Linear(start, end, left, width - right)
@@ -71,6 +77,16 @@ def time_chart(
         detail = f"{window.label}: {_clock(window.start)} – {ended}"
         if window.detail:
             detail += f"\n{window.detail}"
+        caption = (
+            svg.text(
+                x0 + 2,
+                10 + 14.0 * row,
+                svg.clip_label(window.label, max(width - right - x0, 0)),
+                fill=svg.SHADE,
+            )
+            if row < LABEL_ROWS
+            else ""
+        )
         parts.append(
             svg.tag(
                 "g",
@@ -85,12 +101,7 @@ def time_chart(
                     stroke=svg.SHADE,
                     stroke_opacity="0.5",
                 ),
-                svg.text(
-                    x0 + 2,
-                    10 + 14.0 * row,
-                    svg.clip_label(window.label, max(width - right - x0, 0)),
-                    fill=svg.SHADE,
-                ),
+                caption,
                 class_="window",
                 data_window=window.label,
             )

@@ -20,6 +20,7 @@ from govern.digest.timeline import log_epoch
 from govern.html.components import Column, badge, code, details, figures, note, paged_table, table
 from govern.html.markup import Markup, join, tag
 from govern.html.page import Page, anchor
+from govern.reports.windows import grouped, of_hosts
 
 #: Rows of the "other classes" pages; classes beyond it are counted, not listed.
 OTHER_LIMIT = 10_000
@@ -46,6 +47,7 @@ def digest_report(
         ", ".join(digest.files) or digest.path,
         generated_at=generated_at,
     )
+    windows = _in_span(of_hosts(windows, digest.hosts), digest)
     page.add("summary", "Summary", _summary(digest, ranked))
     page.add("load", "Load over time", _load(digest, windows))
     page.add(
@@ -80,6 +82,8 @@ def digest_report(
             f"Other classes ({units.count(len(rest), 'grouped')})",
             _others(digest, rest, len(shown) + 1),
         )
+    if windows:
+        page.add("windows", f"Blind windows ({len(windows):,})", _window_table(windows))
     return page.render()
 
 
@@ -162,6 +166,17 @@ def _span_seconds(digest: Report) -> float | None:
         return None
 
 
+def _in_span(windows: Sequence[Window], digest: Report) -> list[Window]:
+    """The windows that overlap the log's time span (all when the log has no times)."""
+    if not digest.first_seen or not digest.last_seen:
+        return list(windows)
+    try:
+        first, last = log_epoch(digest.first_seen), log_epoch(digest.last_seen) + 60
+    except ValueError:
+        return list(windows)
+    return [w for w in windows if w.start <= last and (w.end is None or w.end >= first)]
+
+
 def _load(digest: Report, windows: Sequence[Window]) -> Markup:
     if digest.timeline is None or digest.timeline.empty:
         return note(
@@ -173,10 +188,13 @@ def _load(digest: Report, windows: Sequence[Window]) -> Markup:
         if step == 60
         else units.duration(step, "spaced").replace(" 00 m", "").replace(" 00 s", "")
     )
+    # Runs closer than a bucket cannot be told apart on the chart: one shaded area each.
+    shaded = grouped(windows, step)
     parts: list[object] = [
         note(
             f"Averages per {per}. Shaded: blind windows recorded by govern run, when the slow "
-            "log was off or its threshold raised — quiet there means unlogged, not idle."
+            "log was off or its threshold raised — quiet there means unlogged, not idle "
+            "(runs less than a bucket apart share one area; every run is listed at the end)."
             if windows
             else f"Averages per {per}. No blind windows were recorded for this time range."
         ),
@@ -186,7 +204,7 @@ def _load(digest: Report, windows: Sequence[Window]) -> Markup:
             label="Queries per second",
             unit=lambda v: units.count(v, "significant"),
             step=step,
-            windows=windows,
+            windows=shaded,
         ),
         time_chart(
             times,
@@ -194,34 +212,29 @@ def _load(digest: Report, windows: Sequence[Window]) -> Markup:
             label="Query time per second (concurrent load)",
             unit=lambda v: f"{v:g}" if v >= 1 else units.count(v, "significant"),
             step=step,
-            windows=windows,
+            windows=shaded,
             colour="#E69F00",
         ),
     ]
-    if windows:
-        rows = [
-            [
-                w.label,
-                _stamp(w.start),
-                _stamp(w.end) if w.end is not None else "still open",
-                units.duration((w.end or w.start) - w.start, "spaced") if w.end else "–",
-                w.detail,
-            ]
-            for w in windows
-        ]
-        parts.append(
-            table(
-                [
-                    Column("window"),
-                    Column("from"),
-                    Column("to"),
-                    Column("for", True),
-                    Column("what"),
-                ],
-                rows,
-            )
-        )
     return join(parts)
+
+
+def _window_table(windows: Sequence[Window]) -> Markup:
+    """Every run's window, in time order, after the classes (pages of 100 when many)."""
+    rows = [
+        [
+            w.label,
+            _stamp(w.start),
+            _stamp(w.end) if w.end is not None else "still open",
+            units.duration((w.end or w.start) - w.start, "spaced") if w.end else "–",
+            w.detail,
+        ]
+        for w in sorted(windows, key=lambda w: w.start)
+    ]
+    columns = [Column("window"), Column("from"), Column("to"), Column("for", True), Column("what")]
+    if len(rows) <= 100:
+        return table(columns, rows)
+    return paged_table(columns, rows, noun="windows")
 
 
 def _stamp(epoch: float) -> str:

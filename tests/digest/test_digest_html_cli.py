@@ -8,11 +8,13 @@ shade that run's blind window on both load charts, read from the state store.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +164,70 @@ def test_output_options_belong_to_html(tmp_path: Path) -> None:
     page = tmp_path / "example.html"
     assert govern("digest", str(log), "--format", "html", "-o", str(page)).returncode == 0
     assert page.read_text().count('data-chart="timeseries"') == 2
+
+
+def _busy_history(path: Path) -> None:
+    """A server where many runs happened (500 windows on db1 in two hours) and a few on
+    another server: ``govern history --json`` as the digest reads it."""
+    windows = []
+    for n in range(500):
+        start = 1795507200 + 14 * n  # 2026-11-24 08:00:00 UTC, a window every 14 s
+        windows.append(
+            {"server": "db1:3306", "name": f"load-{n}", "start": start, "end": start + 5}
+        )
+    for n in range(3):
+        start = 1795507500 + 600 * n
+        windows.append(
+            {"server": "db2:3306", "name": f"other-{n}", "start": start, "end": start + 60}
+        )
+    day_before = {"server": "db1:3306", "name": "a-day-before", "start": 1795420800}
+    windows.append({**day_before, "end": 1795420900})
+    iso = [
+        {
+            **w, "run_id": w["name"], "mode": "threshold", "variable": "long_query_time",
+            "value": 10, "original_value": 1,
+            "start": datetime.fromtimestamp(w["start"], UTC).isoformat(),
+            "end": datetime.fromtimestamp(w["end"], UTC).isoformat(),
+        }
+        for w in windows
+    ]  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {"schema": "govern.run.history", "schema_version": 1, "runs": [], "windows": iso}
+        )
+    )
+
+
+def test_many_windows_are_grouped_filtered_and_listed_after_the_classes(
+    tmp_path: Path, browser: Any
+) -> None:
+    log = tmp_path / "db1.log"
+    minutes = [
+        f"# Time: 261124  8:{m:02d}:00\n# User@Host: app[app] @ localhost []\n"
+        "# Query_time: 0.010000  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 1\n"
+        f"SELECT c FROM t WHERE id = {m};\n"
+        for m in range(60)
+    ] + [
+        f"# Time: 261124  9:{m:02d}:00\n# User@Host: app[app] @ localhost []\n"
+        "# Query_time: 0.010000  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 1\n"
+        f"SELECT c FROM t WHERE id = {m};\n"
+        for m in range(60)
+    ]
+    log.write_text("".join(minutes))
+    history = tmp_path / "history.json"
+    _busy_history(history)
+    page = tmp_path / "page.html"
+    done = govern(
+        "digest", str(log), "--host", "db1", "--format", "html", "-o", str(page),
+        "--state", str(tmp_path / "none.db"), "--windows", str(history),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    html = page.read_text()
+    assert "other-0" not in html and "db2" not in html  # another server's runs
+    assert "a-day-before" not in html  # nor runs outside the log's time span
+    shaded = re.findall(r'data-window="([^"]*)"', html)
+    assert 2 <= len(shaded) <= 20, len(shaded)  # grouped: no longer 500 per chart
+    assert "blind: 500 runs" in shaded
+    assert html.index('id="classes"') < html.index('id="windows"')  # the table comes last
+    opened = browser.open(page, screenshot=tmp_path / "page.png")
+    assert opened.clean, (opened.console_errors, opened.page_errors)
