@@ -1,15 +1,18 @@
 """How big each job is tonight: the ETL's cache table of row counts, a table's estimated rows,
 or a fixed number from the catalog.
 
-The sizing query is the catalog's own SQL, so it runs in a read-only transaction:
-if it tried to write, the server refuses. Its rows are ``(key, rows)``; keys are
-matched to jobs (a job's ``key`` defaults to its name). Nothing is dropped
-silently: jobs left without a size, keys no job claims, and rows that are not a
-key and a number are all counted and reported.
+The sizing query is the catalog's own SQL: it must be one SELECT, WITH or SHOW statement
+(checked before it is sent: DDL would commit a read-only transaction, SET GLOBAL ignores
+it), and it runs in a read-only transaction with ``sql_log_bin = 0`` anyway. Its rows are
+``(key, rows)``; keys are matched to jobs (a job's ``key`` defaults to its name). Nothing
+is dropped silently: jobs left without a size, keys no job claims, and rows that are not a
+key and a number are all counted and reported; a count larger than any table holds is
+clamped to :data:`MAX_ROWS`, with a warning, so one broken counter never costs a night.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
 
@@ -17,11 +20,14 @@ import pymysql
 
 from govern.connection import Connection, error_text, query_one
 from govern.errors import ConfigError, ServerError
+from govern.readonly import read_problem
 from govern.schedulers.catalog import Catalog
 from govern.units import plural
 
 #: How many names a warning lists before it says "and N more".
 SHOW_NAMES = 5
+#: More rows than any table holds (a broken counter, BIGINT UNSIGNED's max): clamped to this.
+MAX_ROWS = 10**15
 
 
 @dataclasses.dataclass
@@ -52,10 +58,17 @@ def names_preview(names: list[str]) -> str:
 def run_sizing_query(conn: Connection, query: str, where: str) -> tuple[dict[str, int], int]:
     """``{key: rows}`` from the cache-table query (rows of one key add up), and the
     number of rows that were not (key, number)."""
+    problem = read_problem(query)
+    if problem is not None:
+        raise ConfigError(
+            f"{where}: the sizing query must be one SELECT, WITH or SHOW statement, {problem}"
+        )
     counts: dict[str, int] = {}
     bad = 0
     try:
         with conn.cursor() as cur:
+            with contextlib.suppress(pymysql.err.MySQLError):  # no privilege: the check holds
+                cur.execute("SET SESSION sql_log_bin = 0")
             cur.execute("START TRANSACTION READ ONLY")
             try:
                 cur.execute(query)
@@ -67,7 +80,7 @@ def run_sizing_query(conn: Connection, query: str, where: str) -> tuple[dict[str
                 for key, value in cur.fetchall():
                     try:
                         number = int(value)
-                    except (TypeError, ValueError):
+                    except (TypeError, ValueError, OverflowError):  # NULL, text, inf
                         bad += 1
                         continue
                     if key is None or number < 0:
@@ -135,6 +148,13 @@ def measure_sizes(catalog: Catalog, conn: Connection | None, server: str) -> tup
             rows[job.name] = counts.get(job.key)
         else:
             rows[job.name] = None
+        found = rows[job.name]
+        if found is not None and found > MAX_ROWS:
+            rows[job.name] = MAX_ROWS
+            sizes.warnings.append(
+                f"job {job.name}: {found} rows is more than any table holds: counted as"
+                f" {MAX_ROWS:,}"
+            )
     sizes.unsized = [name for name, n in rows.items() if n is None]
     claimed = {j.key for j in catalog.jobs}
     sizes.unclaimed_keys = sorted(k for k in counts if k not in claimed)

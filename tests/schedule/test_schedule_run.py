@@ -361,13 +361,103 @@ def test_a_write_in_the_sizing_query_is_refused(
     proc = govern("schedule", "run", str(path), "--state", str(state_path))
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        f"govern: error: {path}:2: the sizing query failed: Cannot execute statement in a READ ONLY"
-        " transaction (1792)"
+        f"govern: error: {path}:2: the sizing query must be one SELECT, WITH or SHOW statement,"
+        " not DELETE"
     )
     with connect("govern_admin").cursor() as cur:
         cur.execute(f"SELECT COUNT(*) FROM {counts}")
         assert cur.fetchone()[0] == 1
     assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize(
+    ("query", "why"),
+    [
+        ("DROP TABLE {victim}", "not DROP"),
+        ("SET GLOBAL max_connections = 1", "not SET"),
+        ("/*!50000 DROP TABLE {victim} */", "not DROP"),
+        ("SELECT 'a', 1; DROP TABLE {victim}", "2 statements"),
+        ("SELECT 'a', 1 INTO OUTFILE '/tmp/govern-sizing-{victim}'", "INTO OUTFILE"),
+    ],
+)
+def test_the_sizing_query_must_be_one_read(
+    server: MariaDB, connect: Any, tmp_path: Path, state_path: Path, query: str, why: str
+) -> None:
+    """Refused before it is sent: DDL would commit the read-only transaction (and be binlogged),
+    SET GLOBAL needs no transaction at all."""
+    victim = f"app.victim_{uuid.uuid4().hex[:8]}"
+    root = connect()
+    with root.cursor() as cur:
+        cur.execute(f"CREATE TABLE {victim} (n INT)")
+        cur.execute("SELECT @@GLOBAL.max_connections")
+        (connections,) = cur.fetchone()
+        cur.execute("SHOW MASTER STATUS")
+        binlog = cur.fetchone()[:2]
+    path = write_catalog(
+        tmp_path,
+        f'[sizing]\nquery = "{query.format(victim=victim)}"\n'
+        + worker_table("main", server.defaults_file("govern_admin"))
+        + '[jobs.a]\ncommand = "touch ran"\n',
+    )
+    proc = govern("schedule", "run", str(path), "--state", str(state_path))
+    assert proc.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"govern: error: {path}:2: the sizing query must be one SELECT, WITH"
+                           " or SHOW statement")  # fmt: skip
+    assert why in line
+    with root.cursor() as cur:
+        cur.execute(f"SELECT COUNT(*) FROM {victim}")  # still there
+        cur.execute("SELECT @@GLOBAL.max_connections")
+        assert cur.fetchone()[0] == connections
+        cur.execute("SHOW MASTER STATUS")
+        assert cur.fetchone()[:2] == binlog
+        cur.execute(f"DROP TABLE {victim}")
+    assert not (tmp_path / "ran").exists()
+
+
+def test_reads_of_every_shape_are_accepted(
+    server: MariaDB, tmp_path: Path, state_path: Path
+) -> None:
+    for query in (
+        "WITH c AS (SELECT 'a' AS k, 3 AS n) SELECT k, n FROM c",
+        "(SELECT 'a', 3)",
+        "  -- the counts\n SELECT 'a', 3; ",
+        "SELECT 'a;b', 3 FROM DUAL WHERE 1 = 0 UNION ALL SELECT 'a', 3",
+        "SHOW GLOBAL STATUS LIKE 'Uptime'",
+    ):
+        path = write_catalog(
+            tmp_path,
+            f'[sizing]\nquery = """{query}"""\n'
+            + worker_table("main", server.defaults_file("govern_admin"))
+            + '[jobs.a]\ncommand = "true"\n',
+        )
+        proc = govern("schedule", "plan", str(path), "--state", str(state_path), "--json")
+        assert proc.returncode == 0, (query, proc.stderr)
+
+
+def test_absurd_row_counts_are_clamped_with_a_warning(
+    server: MariaDB, tmp_path: Path, state_path: Path
+) -> None:
+    """BIGINT UNSIGNED's max from the cache table, int64's max in the catalog: each job runs,
+    with its size clamped and a warning per row; the night is not lost."""
+    path = write_catalog(
+        tmp_path,
+        "[sizing]\nquery = \"SELECT 'a', 18446744073709551615 UNION ALL SELECT 'b', 5\"\n"
+        + worker_table("main", server.defaults_file("govern_admin"))
+        + '[jobs.a]\ncommand = "true"\n[jobs.b]\ncommand = "true"\n'
+        + '[jobs.c]\ncommand = "true"\nrows = 9223372036854775807\n',
+    )
+    proc = govern("schedule", "run", str(path), "--state", str(state_path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    night = json.loads(proc.stdout)
+    rows = {j["name"]: j["rows"] for j in night["jobs"]}
+    assert rows == {"a": 10**15, "b": 5, "c": 10**15}
+    assert {j["outcome"] for j in night["jobs"]} == {"ok"}
+    assert (
+        "job a: 18446744073709551615 rows is more than any table holds: counted as"
+        " 1,000,000,000,000,000"
+    ) in proc.stderr
+    assert "job c: 9223372036854775807 rows is more than any table holds" in proc.stderr
 
 
 def test_sizes_nothing_dropped_silently(

@@ -1,0 +1,81 @@
+"""Is a piece of SQL one read? Checked before govern sends SQL it was handed to run on its own
+connection (a catalog's sizing query), so a mistake there cannot change the server.
+
+A read-only transaction is not enough on its own: DDL commits it first (a ``DROP TABLE`` runs,
+and is binlogged), and ``SET GLOBAL`` is no transaction's business. So the text itself must be
+one ``SELECT``, ``WITH`` or ``SHOW`` statement. Comments and quoted text are read as the server
+reads them (``/*! … */`` is code it executes), so neither can hide a second statement.
+"""
+
+from __future__ import annotations
+
+import re
+
+READS = ("SELECT", "WITH", "SHOW")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9$]*")
+_VERSIONED = re.compile(r"/\*[!M]!?\d{0,6}")
+#: The main statement of a ``WITH`` that changes rows (MySQL 8 allows them).
+_WRITES = frozenset({"DELETE", "UPDATE", "INSERT", "REPLACE"})
+
+
+def read_problem(sql: str) -> str | None:
+    """Why ``sql`` is not one read statement (``not DROP``, ``2 statements``…), or None."""
+    statements = [part for part in _code(sql).split(";") if part.strip()]
+    if len(statements) != 1:
+        return f"{len(statements)} statements" if statements else "no statement"
+    words = [word.upper() for word in _WORD.findall(statements[0])]
+    first = words[0] if words else "a statement"
+    if first not in READS:
+        return f"not {first}"
+    if "OUTFILE" in words or "DUMPFILE" in words:
+        return "not SELECT … INTO OUTFILE (it writes a file on the server)"
+    if first == "WITH" and _WRITES.intersection(words):
+        return f"not WITH … {sorted(_WRITES.intersection(words))[0]}"
+    return None
+
+
+def _code(sql: str) -> str:
+    """``sql`` as the server executes it: comments dropped (executable ``/*! … */`` kept as
+    code), quoted strings and names blanked to ``''``."""
+    out: list[str] = []
+    at, end = 0, len(sql)
+    while at < end:
+        char = sql[at]
+        if char in "'\"`":
+            at = _after_quoted(sql, at)
+            out.append("''")
+        elif char == "#" or sql.startswith("-- ", at) or sql.startswith("--\n", at):
+            newline = sql.find("\n", at)
+            at = end if newline < 0 else newline
+        elif sql.startswith("/*", at):
+            versioned = _VERSIONED.match(sql, at)
+            if versioned:  # the server runs what is inside: keep it, drop the markers
+                at = versioned.end()
+                continue
+            close = sql.find("*/", at + 2)
+            at = end if close < 0 else close + 2
+            out.append(" ")
+        elif sql.startswith("*/", at):  # the end of an executable comment
+            at += 2
+            out.append(" ")
+        else:
+            out.append(char)
+            at += 1
+    return "".join(out)
+
+
+def _after_quoted(sql: str, at: int) -> int:
+    """Where the quoted text starting at ``at`` ends (doubled quotes and backslashes read)."""
+    quote = sql[at]
+    at += 1
+    while at < len(sql):
+        if sql[at] == "\\" and quote != "`":
+            at += 2
+        elif sql[at] == quote:
+            if sql.startswith(quote * 2, at):
+                at += 2
+            else:
+                return at + 1
+        else:
+            at += 1
+    return at
