@@ -26,6 +26,7 @@ from govern.errors import ServerError, UsageError
 from govern.output import info as print_info
 from govern.output import warn as print_warning
 from govern.privileges import read_grants
+from govern.redact import redact
 from govern.server import ServerInfo, current_account, detect, with_replica_status
 from govern.state import StateStore, default_state_path, utcnow
 from govern.units import plural
@@ -154,10 +155,11 @@ class _Run:
         self.options = options
         self.store = store
         self.relay = relay
+        command, has_password = redact(argv)
         self.record = RunRecord(
             id=run_id,
             name=options.name or os.path.basename(argv[0]),
-            command=list(argv),
+            command=command,
             host=journal.this_host(),
             pid=os.getpid(),
             pid_started=journal.process_started(os.getpid()),
@@ -168,6 +170,12 @@ class _Run:
         )
         self.report = _Report(self.record, options.quiet)
         self.repairs: list[Repair] = []
+        if has_password:
+            self.report.warn(
+                "the job's command line holds a password: every local user can read it in the"
+                " process list while the job runs (govern stores and prints it as ***); put it"
+                " in an option file (--defaults-file) instead"
+            )
 
     # --- steps ------------------------------------------------------------------------
     def execute(self) -> RunResult:

@@ -13,6 +13,7 @@ import pymysql
 
 from govern.connection import Connection, query_dicts
 from govern.privileges import Grants
+from govern.redact import redact
 from govern.server import ServerInfo
 from govern.state import StateStore
 from govern.wrappers import blind, claims, deadman, journal, variables
@@ -41,7 +42,7 @@ def run_json(record: RunRecord, changes: list[dict[str, Any]]) -> dict[str, Any]
     return {
         "id": record.id,
         "name": record.name,
-        "command": record.command,
+        "command": redact(record.command)[0],  # a run of an older govern may hold one
         "host": record.host,
         "pid": record.pid,
         "server": record.server,

@@ -20,6 +20,7 @@ import pytest
 
 from tests.harness import MariaDB
 from tests.run.support import (
+    GOVERN,
     binlog_events_since,
     binlog_position,
     finish,
@@ -417,6 +418,30 @@ def test_a_binary_that_cannot_run_changes_nothing(
         f"govern: error: {binary}: cannot execute binary file: Exec format error"
     )
     assert history(state_path) == []  # refused before anything was journaled or changed
+
+
+def test_passwords_in_the_job_command_line_are_never_stored_or_printed(
+    server: MariaDB, root: Any, state_path: Path
+) -> None:
+    job = [
+        "true", "mariadb", "-psecret1", "--password=secret2", "mysql://u:secret3@db1/app",
+        "MYSQL_PWD=secret4", "sh", "-c", "mysqldump -u app -psecret5 app",
+    ]  # fmt: skip
+    result = subprocess.run(
+        run_args(server, state_path, "--mode", "session", job=job), capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert "every local user can read it" in result.stderr
+    assert history(state_path)[0]["command"] == [
+        "true", "mariadb", "-p***", "--password=***", "mysql://u:***@db1/app",
+        "MYSQL_PWD=***", "sh", "-c", "mysqldump -u app -p*** app",
+    ]  # fmt: skip
+    stored = b"".join(p.read_bytes() for p in state_path.parent.iterdir() if p.is_file())
+    printed = subprocess.run(
+        [*GOVERN, "history", "--json", "--state", str(state_path)], capture_output=True
+    ).stdout
+    for n in range(1, 6):
+        assert f"secret{n}".encode() not in stored + printed + result.stderr.encode()
 
 
 def test_threshold_only_raises(server: MariaDB, root: Any, state_path: Path) -> None:
