@@ -129,7 +129,7 @@ def status(settings: ConnectionSettings, state_path: str | None, as_json: bool) 
     """The server's slow-log settings, live runs, stale entries and blind connections.
 
     Exit 0 when all is well, 1 when something needs you (stale entries, blind
-    connections), 3 when the server cannot be reached.
+    connections, fired govern events), 3 when the server cannot be reached.
     """
     from govern.connection import connect
     from govern.output import print_json
@@ -150,7 +150,8 @@ def status(settings: ConnectionSettings, state_path: str | None, as_json: bool) 
         print_json(document)
     else:
         _print_status(document)
-    sys.exit(1 if document["stale"] or document["blind_connections"] else 0)
+    fired = [e for e in document["events"] if e["status"] == "DISABLED"]
+    sys.exit(1 if document["stale"] or document["blind_connections"] or fired else 0)
 
 
 @click.command()
@@ -344,5 +345,9 @@ def _print_status(document: dict[str, Any]) -> None:
     if document["stale"]:
         stale = plural(len(document["stale"]), "stale entry", "stale entries")
         out.print(f"{stale}: run `govern recover`")
+    fired = [e for e in document["events"] if e["status"] == "DISABLED"]
+    if fired:
+        them = "it" if len(fired) == 1 else "them"
+        out.print(f"{plural(len(fired), 'fired govern event')}: `govern recover` drops {them}")
     for note in document["notes"]:
         out.print(f"note: {note}")

@@ -261,6 +261,24 @@ class Holding:
             record.lease_until = journal.lease_deadline(self.lease)
             journal.save(self.store, record)
 
+    def _drop_event(self) -> None:
+        """Drop the run's event (fired or not) after the run let go: on this connection, or,
+        when it is gone (nothing renews a run that let go, so its wait_timeout ends it), on
+        a fresh one; a fired event left behind would wait for ``govern recover``."""
+        assert self.event is not None
+        try:
+            deadman.drop(self.conn, self.event)
+            return
+        except CONNECTION_ERRORS:
+            pass
+        with contextlib.suppress(ServerError, *CONNECTION_ERRORS):
+            conn = connect(self.settings, command="run")
+            try:
+                if deadman.unbinlogged(conn) is None:
+                    deadman.drop(conn, self.event)
+            finally:
+                conn.close()
+
     def _let_go(self, why: str) -> None:
         self.lost = why
         self.claim = None
@@ -280,11 +298,9 @@ class Holding:
     def finish(self) -> Outcome:
         """Let go; restore if this is the last run (the caller reconnects first if needed)."""
         if self.lost:
-            outcome = Outcome("lost", self.lost, warning=True)
             if self.event:
-                with contextlib.suppress(pymysql.err.MySQLError):
-                    deadman.drop(self.conn, self.event)
-            return outcome
+                self._drop_event()
+            return Outcome("lost", self.lost, warning=True)
         outcome = finish(
             self.conn,
             self.store,

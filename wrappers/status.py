@@ -250,8 +250,6 @@ def status_document(
     runs = journal.open_runs(store, server.identity)
     blind_connections = _blind(conn, server, started, store)
     events = _events(conn)
-    if any(e["status"] == "DISABLED" for e in events):
-        notes.append("fired govern events are kept until dropped: `govern recover` drops them")
     return {
         "schema": STATUS_SCHEMA,
         "schema_version": SCHEMA_VERSION,

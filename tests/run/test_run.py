@@ -168,6 +168,11 @@ def test_server_side_event_restores_when_wrapper_and_watchdog_die(
                 "SELECT STATUS FROM information_schema.EVENTS WHERE EVENT_NAME LIKE 'govern%'"
             )
             assert [row[0] for row in cur.fetchall()] == ["DISABLED"]  # kept: no binlogged DROP
+        status = subprocess.run(
+            govern(server, state_path, "status", "--json"), capture_output=True, text=True
+        )
+        assert status.returncode == 1  # something needs `govern recover`: the fired event
+        assert [e["status"] for e in json.loads(status.stdout)["events"]] == ["DISABLED"]
         result = subprocess.run(
             govern(server, state_path, "recover", "--json"), capture_output=True, text=True
         )
@@ -184,7 +189,10 @@ def test_server_side_event_restores_when_wrapper_and_watchdog_die(
 def test_silent_wrapper_loses_its_claim_and_the_event_restores(
     server: MariaDB, root: Any, state_path: Path, tmp_path: Path
 ) -> None:
-    """A host that falls silent (SIGSTOP): wait_timeout ends its claim, the event restores."""
+    """A host that falls silent (SIGSTOP): wait_timeout ends its claim, the event restores.
+
+    Back, the run lets go and stops renewing; its connection then times out too (the job runs
+    longer than a lease after that), and the run's end still drops its fired event."""
     folder = tmp_path / "job"
     proc, job_pid = _event_only(server, root, state_path, folder)
     try:
@@ -192,14 +200,49 @@ def test_silent_wrapper_loses_its_claim_and_the_event_restores(
         took = wait_for(lambda: value(root, SLOW) == "1", 15, "the event to restore")
         assert took < 2 + 3 + 3  # lease (wait_timeout) + slack + the scheduler's delay
         os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(2 + 2)  # it reconnects, lets go, and that connection's wait_timeout passes
         finish(folder, 0)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 0
         assert "someone else decided, govern leaves it" in err
         assert value(root, SLOW) == "1"
+        with root.cursor() as cur:  # the run's own end dropped its fired event
+            cur.execute("SELECT COUNT(*) FROM information_schema.EVENTS")
+            assert cur.fetchone()[0] == 0
+        status = subprocess.run(govern(server, state_path, "status"), capture_output=True)
+        assert status.returncode == 0, status.stdout
     finally:
         kill_group(job_pid)
         kill_wrapper(proc)
+
+
+def test_status_counts_a_fired_event_until_recover_drops_it(
+    server: MariaDB, root: Any, state_path: Path
+) -> None:
+    set_global(root, "event_scheduler", "ON")
+    with root.cursor() as cur:
+        cur.execute("SET SESSION sql_log_bin = 0")
+        cur.execute(
+            "CREATE EVENT app.govern_deadman_0123456789ab ON SCHEDULE AT CURRENT_TIMESTAMP"
+            " ON COMPLETION PRESERVE DO SELECT 1"
+        )
+    wait_for(
+        lambda: _events(root) == ["DISABLED"], 10, "the event to fire"
+    )  # a run's event left behind: it fired, nobody dropped it
+    status = subprocess.run(govern(server, state_path, "status"), capture_output=True, text=True)
+    assert status.returncode == 1
+    assert "1 fired govern event: `govern recover` drops it" in status.stdout
+    recover = subprocess.run(govern(server, state_path, "recover"), capture_output=True, text=True)
+    assert recover.returncode == 0 and "dropped 1 fired govern event" in recover.stdout
+    assert _events(root) == []
+    status = subprocess.run(govern(server, state_path, "status"), capture_output=True, text=True)
+    assert status.returncode == 0, status.stdout
+
+
+def _events(conn: Any) -> list[str]:
+    with conn.cursor() as cur:
+        cur.execute("SELECT STATUS FROM information_schema.EVENTS WHERE EVENT_NAME LIKE 'govern%'")
+        return [str(row[0]) for row in cur.fetchall()]
 
 
 def test_killed_connection_reconnects_and_restores(
