@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from govern.units import parse_duration
+from govern.units import parse_duration, parse_size
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -103,3 +103,18 @@ class Duration(click.ParamType):
         if seconds <= 0:
             self.fail(f"expected a duration above 0, got {value!r}", param, ctx)
         return seconds
+
+
+class Size(click.ParamType):
+    """``512``, ``64K``, ``16M``, ``1G`` → bytes above 0, read by govern.units.parse_size."""
+
+    name = "SIZE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        try:
+            count = parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        if count <= 0:
+            self.fail(f"expected a size above 0, got {value!r}", param, ctx)
+        return count

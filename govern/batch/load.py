@@ -18,7 +18,7 @@ from typing import Any
 import pymysql
 
 from govern.batch.sizing import DEFAULT_BATCH_SIZE
-from govern.batch.sources import BadRow, RowFile
+from govern.batch.sources import DEFAULT_MAX_LINE, BadRow, RowFile
 from govern.batch.table import describe
 from govern.batch.writer import (
     BatchError,
@@ -29,7 +29,14 @@ from govern.batch.writer import (
     is_data_error,
 )
 from govern.connection import Connection, error_text, log_like_anyone
-from govern.errors import EXIT_FINDINGS, EXIT_OK, EXIT_SERVER, GovernError, UsageError
+from govern.errors import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_SERVER,
+    EXIT_USAGE,
+    GovernError,
+    UsageError,
+)
 
 SCHEMA = "govern.load"
 SCHEMA_VERSION = 1
@@ -125,6 +132,7 @@ def load_file(
     max_bad: int = DEFAULT_MAX_BAD,
     progress: Callable[[int, int | None], None] | None = None,
     log_rows: bool = True,
+    max_line: int = DEFAULT_MAX_LINE,
 ) -> LoadReport:
     """Upsert every good row of ``path`` into ``table``; see the module docstring.
 
@@ -139,7 +147,7 @@ def load_file(
     """
     if not key:
         raise UsageError("--key: name the key columns")
-    with RowFile(path, fmt, null=null) as source:
+    with RowFile(path, fmt, null=null, max_line=max_line) as source:
         info = describe(conn, table)
         where = f"{source.name}:{source.header_line}"
         columns = info.resolve(source.columns, where)
@@ -225,6 +233,10 @@ def _run(
     except GovernError as exc:
         report.error = exc.message
         report.error_exit = exc.exit_code
+        if exc.exit_code == EXIT_USAGE and report.result.rows:
+            # Exit 2 means "found before any write": this stopped a load half done.
+            report.error += f"; the {report.result.rows:,} rows written before it stay"
+            report.error_exit = EXIT_FINDINGS
     except pymysql.err.MySQLError as exc:
         report.error = f"server: {error_text(exc)}"
         report.error_exit = EXIT_SERVER

@@ -1,9 +1,11 @@
 """Rows from CSV, TSV or JSON Lines files, each with the line it started on.
 
 A row that cannot be read (bad quoting, wrong field count, bad JSON, bytes that
-are not UTF-8, other keys than the first object's) comes out as a
-:class:`BadRow` naming its line, so a loader can count and report it instead of
-dropping it or stopping. Files may be gzip-compressed (``.gz``).
+are not UTF-8, other keys than the first object's, a value no server column takes such as
+``1e400``, a line longer than ``max_line``) comes out as a :class:`BadRow` naming its line,
+so a loader can count and report it instead of dropping it or stopping. Lines are read in
+pieces of at most ``max_line`` bytes: a 1 GB line costs ``max_line``, not a gigabyte. Files
+may be gzip-compressed (``.gz``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import csv
 import dataclasses
 import gzip
 import json
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -19,8 +22,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from govern.errors import UsageError
+from govern.units import size
 
 FORMATS = ("csv", "tsv", "jsonl")
+#: The longest line read whole (``--max-line``): MySQL 8's default max_allowed_packet; a
+#: longer row would not fit in a statement on a server with default settings anyway.
+DEFAULT_MAX_LINE = 64 << 20
+#: What stands in for a line that was too long: one empty field, so the row it belongs to
+#: comes out as a bad row (an empty line would be skipped as no row at all).
+_TOO_LONG = b'""\n'
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 #: Field size limit for CSV: the server's own cap on a packet (1 GiB).
 csv.field_size_limit(1 << 30)
@@ -52,8 +62,16 @@ def detect_format(path: str, given: str | None) -> str:
 class RowFile:
     """An open input file: its columns (known after opening) and its records."""
 
-    def __init__(self, path: str, fmt: str | None = None, *, null: str | None = "\\N") -> None:
+    def __init__(
+        self,
+        path: str,
+        fmt: str | None = None,
+        *,
+        null: str | None = "\\N",
+        max_line: int = DEFAULT_MAX_LINE,
+    ) -> None:
         self.name = "<stdin>" if path == "-" else path
+        self.max_line = max_line
         self.format = detect_format(path, fmt) if path != "-" or fmt else _stdin_needs_format()
         self.null = null
         self._raw, self._binary = _open(path)
@@ -101,15 +119,30 @@ class RowFile:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                self._bad_lines[self._line] = f"not UTF-8 (byte {exc.start + 1} of the line)"
+                self._bad_lines.setdefault(
+                    self._line, f"not UTF-8 (byte {exc.start + 1} of the line)"
+                )
                 text = raw.decode("utf-8", "replace")
             if self._line == 1 and text.startswith("\ufeff"):
                 text = text[1:]  # a byte-order mark
             yield text
 
     def _read_raw_lines(self) -> Iterator[bytes]:
+        """Lines of at most ``max_line`` bytes; a longer one is read on in pieces, dropped,
+        and stands as a bad line (its bytes are never held)."""
+        read = self._binary.readline
         try:
-            yield from self._binary
+            while line := read(self.max_line + 1):
+                if len(line) > self.max_line and not line.endswith(b"\n"):
+                    length = len(line)
+                    while line and not line.endswith(b"\n"):
+                        line = read(1 << 20)
+                        length += len(line)
+                    self._bad_lines[self._line + 1] = (
+                        f"a line of {length:,} bytes, longer than --max-line ({size(self.max_line)})"
+                    )
+                    line = _TOO_LONG
+                yield line
         except (OSError, EOFError) as exc:  # a truncated or corrupt .gz, a read error
             raise UsageError(f"{self.name}:{self._line + 1}: cannot read on ({exc})") from None
 
@@ -178,9 +211,15 @@ class RowFile:
                 yield BadRow(line, self._bad_lines.pop(line))
                 continue
             try:
-                obj = json.loads(text)
+                obj = json.loads(text, parse_constant=_not_a_number)
             except json.JSONDecodeError as exc:
                 yield BadRow(line, f"not JSON ({exc.msg} at column {exc.colno})")
+                continue
+            except ValueError as exc:  # NaN, Infinity; a number of more than 4,300 digits
+                yield BadRow(line, f"not JSON ({str(exc).split(';')[0]})")
+                continue
+            except RecursionError:
+                yield BadRow(line, "not JSON (nested deeper than it can be read)")
                 continue
             if not isinstance(obj, dict):
                 yield BadRow(line, f"a JSON {type(obj).__name__}, not an object")
@@ -197,13 +236,36 @@ class RowFile:
                     f" (missing {missing or 'none'}, extra {extra or 'none'})",
                 )
                 continue
-            yield line, tuple(_json_value(obj[name]) for name in self.columns)
+            try:
+                yield line, tuple(_json_value(name, obj[name]) for name in self.columns)
+            except _BadValue as exc:
+                yield BadRow(line, str(exc))
 
 
-def _json_value(value: Any) -> Any:
-    """Nested objects and arrays go to the server as JSON text (for JSON columns)."""
+class _BadValue(ValueError):
+    """A value no column can take: the row is bad."""
+
+
+def _not_a_number(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _json_value(name: str, value: Any) -> Any:
+    """A value as it goes to the server: nested objects and arrays as JSON text (for JSON
+    columns); numbers beyond a DOUBLE (``1e400``, read as infinity) and text that is no
+    UTF-8 (a lone surrogate) are refused here, as the row they are in."""
     if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        try:
+            value = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError:
+            raise _BadValue(f"{name}: a number in it is beyond a DOUBLE") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _BadValue(f"{name}: a number beyond a DOUBLE (read as {value})")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _BadValue(f"{name}: not UTF-8 (a lone surrogate)") from None
     return value
 
 

@@ -8,10 +8,12 @@ import click
 
 from govern.batch.load import DEFAULT_MAX_BAD, LoadReport, load_file
 from govern.batch.sizing import DEFAULT_BATCH_SIZE
-from govern.cli_options import connection_options
+from govern.batch.sources import DEFAULT_MAX_LINE
+from govern.cli_options import Size, connection_options
 from govern.connection import ConnectionSettings, connect
 from govern.output import info, print_json, warn
 from govern.progress import progress
+from govern.units import plural
 
 #: Bad rows printed on stderr (--json lists up to 100; all are counted).
 SHOWN_BAD_ROWS = 10
@@ -71,6 +73,13 @@ def _columns(value: str | None) -> tuple[str, ...] | None:
     show_default=True,
     help="Stop when more rows than this are bad.",
 )
+@click.option(
+    "--max-line",
+    type=Size(),
+    default=DEFAULT_MAX_LINE,
+    show_default="64M",
+    help="A longer line is a bad row, read on in pieces and never held (e.g. 16M, 1G).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (govern.load/1).")
 def load(
     settings: ConnectionSettings,
@@ -83,6 +92,7 @@ def load(
     batch_size: int,
     transaction: str,
     max_bad: int,
+    max_line: int,
     as_json: bool,
 ) -> None:
     """Load a CSV, TSV or JSON Lines FILE into a table: insert new keys, update existing ones.
@@ -123,6 +133,7 @@ def load(
                 progress=advance,
                 # Under `govern run` in session mode the job's sessions opt out: rows too.
                 log_rows="GOVERN_INIT_COMMAND" not in os.environ,
+                max_line=max_line,
             )
     finally:
         conn.close()
@@ -139,9 +150,9 @@ def render_text(report: LoadReport) -> None:
     r = report.result
     rate = f" ({r.rows / r.seconds:,.0f} rows/s)" if r.seconds > 0 and r.rows else ""
     click.echo(
-        f"{report.file} -> {report.table}: {r.rows:,} rows written in {r.seconds:.2f} s{rate}:"
-        f" {r.inserted:,} inserted, {r.updated:,} updated, {r.unchanged:,} unchanged;"
-        f" {report.bad_rows:,} bad rows skipped; {r.warnings:,} warnings"
+        f"{report.file} -> {report.table}: {plural(r.rows, 'row')} written in {r.seconds:.2f} s"
+        f"{rate}: {r.inserted:,} inserted, {r.updated:,} updated, {r.unchanged:,} unchanged;"
+        f" {plural(report.bad_rows, 'bad row')} skipped; {plural(r.warnings, 'warning')}"
     )
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import resource
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -320,7 +323,7 @@ def test_server_warnings_are_reported_and_exit_1(
     path = write(tmp_path / "w.csv", "id,name\n1,a name longer than twenty\n2,ok\n")
     result = govern_load(server, path, "-t", "app.items", "-k", "id")
     assert result.exit_code == 1
-    assert "2 rows written" in result.stdout and "1 warnings" in result.stdout
+    assert "2 rows written" in result.stdout and "; 1 warning\n" in result.stdout
     assert "govern: warning: server: Warning 1265: Data truncated for column 'name'" in (
         result.stderr
     )
@@ -337,3 +340,73 @@ def test_header_only_file_loads_nothing_cleanly(server: MariaDB, db: Any, tmp_pa
         0,
         True,
     )
+
+
+def test_a_value_the_server_cannot_take_is_a_bad_row(
+    server: MariaDB, db: Any, tmp_path: Path
+) -> None:
+    """1e400 (inf to Python), NaN, a lone surrogate, a 5,000-digit number, 100,000-deep
+    nesting: each a bad row with its line; the good rows around them land."""
+    deep = "[" * 100_000 + "]" * 100_000
+    lines = [
+        '{"id": 1, "name": "first", "qty": 1, "doc": null}',
+        '{"id": 2, "name": "huge", "qty": 1e400, "doc": null}',
+        '{"id": 3, "name": "nan", "qty": NaN, "doc": null}',
+        '{"id": 4, "name": "\\ud800", "qty": 1, "doc": null}',
+        '{"id": 5, "name": "digits", "qty": ' + "1" * 5000 + ', "doc": null}',
+        '{"id": 6, "name": "deep", "qty": 1, "doc": ' + deep + "}",
+        '{"id": 7, "name": "inner", "qty": 1, "doc": {"y": 1e400}}',
+        '{"id": 8, "name": "last", "qty": 8, "doc": {"y": 1.5}}',
+    ]
+    result = govern_load(
+        server, write(tmp_path / "v.jsonl", "\n".join(lines) + "\n"), "--table", "app.items",
+        "--key", "id", "--json", user="root",
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    document = report(result)
+    assert document["written"] == 2 and document["bad_rows"] == 6
+    assert [b["line"] for b in document["bad_row_samples"]] == [2, 3, 4, 5, 6, 7]
+    assert rows(db) == [(1, "first", 1), (8, "last", 8)]
+
+
+def test_a_line_longer_than_max_line_is_a_bad_row_read_as_a_stream(
+    server: MariaDB, db: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "long.csv"
+    with path.open("w") as handle:
+        handle.write("id,name,qty,note\n1,a,1,x\n2,b,2,")
+        chunk = "y" * (1 << 20)
+        for _ in range(200):  # a 200 MiB line: read in pieces, never held
+            handle.write(chunk)
+        handle.write("\n3,c,3,z\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "govern", "load", str(path), "--table", "app.items", "--key", "id",
+         "--max-line", "1M", "--defaults-file", str(server.defaults_file("root"))],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert done.returncode == 1, done.stderr
+    assert (
+        f"{path}:3: a line of 209,715,207 bytes, longer than --max-line (1.00 MiB)" in done.stderr
+    )
+    assert rows(db) == [(1, "a", 1), (3, "c", 3)]
+    assert peak_mib < 150, peak_mib
+
+
+def test_a_gz_cut_after_written_rows_stops_the_load_with_exit_1(
+    server: MariaDB, db: Any, tmp_path: Path
+) -> None:
+    """Found after rows were written: not exit 2 (that means "nothing was written")."""
+    data = gzip.compress(
+        ("id,name,qty\n" + "".join(f"{n},n{n},{n}\n" for n in range(1, 5001))).encode()
+    )
+    path = tmp_path / "cut.csv.gz"
+    path.write_bytes(data[: len(data) // 2])
+    result = govern_load(server, str(path), "--table", "app.items", "--key", "id", "--json",
+                         "--batch-size", "100", user="root")  # fmt: skip
+    assert result.exit_code == 1, result.output
+    document = report(result)
+    assert document["written"] > 100 and not document["complete"]
+    assert document["error"].startswith(f"{path}:")
+    assert "rows written before it stay" in document["error"]
