@@ -345,6 +345,31 @@ def connect(
         raise ServerError(f"cannot connect to {settings.describe()}: {exc}") from None
 
 
+def connect_retrying(
+    settings: ConnectionSettings,
+    *,
+    command: str,
+    wait: float,
+    say: Callable[[str], None] | None = None,
+) -> Connection:
+    """:func:`connect`, retried with backoff for up to ``wait`` seconds (a server that is
+    restarting); ``say`` hears of each retry. Raises the last ServerError after that."""
+    import time
+
+    deadline = time.monotonic() + wait
+    delay = 0.5
+    while True:
+        try:
+            return connect(settings, command=command)
+        except ServerError as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            if say is not None:
+                say(f"{exc.message}; retrying in {delay:g} s")
+            time.sleep(delay)
+            delay = min(delay * 2, 30)
+
+
 def log_like_anyone(conn: Connection) -> None:
     """From now on, ``conn``'s statements are logged like any client's (``govern load``'s
     rows are the user's workload, not govern's own); a no-op on other connections."""

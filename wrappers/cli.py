@@ -6,7 +6,6 @@ Only ``run`` is on the hot path: it imports nothing beyond the runner (no rich).
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -167,7 +166,8 @@ def recover(
     Exit 0 when nothing stale is left, 1 when an entry could not be repaired (its
     claim is still held), 3 when the server stays unreachable.
     """
-    from govern.output import print_json
+    from govern.connection import connect_retrying
+    from govern.output import info, print_json
     from govern.server import detect
     from govern.state import StateStore
     from govern.units import plural
@@ -175,7 +175,7 @@ def recover(
     from govern.wrappers.recovery import recover_server, sweep_events
     from govern.wrappers.status import recover_document
 
-    conn = _connect_with_retry(settings, wait)
+    conn = connect_retrying(settings, command="recover", wait=wait, say=info)
     server = detect(conn, replica_status=False)
     with StateStore.open(state_path) as store:
         repairs = recover_server(conn, server, store, actor="recover")
@@ -197,25 +197,6 @@ def recover(
         if dropped:
             click.echo(f"dropped {plural(dropped, 'fired govern event')}")
     sys.exit(1 if remaining else 0)
-
-
-def _connect_with_retry(settings: ConnectionSettings, wait: float) -> Any:
-    """Connect, retrying with backoff for up to ``wait`` seconds (the server may be restarting)."""
-    from govern.connection import connect
-    from govern.errors import ServerError
-    from govern.output import info
-
-    deadline = time.monotonic() + wait
-    delay = 0.5
-    while True:
-        try:
-            return connect(settings, command="recover")
-        except ServerError as exc:
-            if time.monotonic() + delay > deadline:
-                raise
-            info(f"{exc.message}; retrying in {delay:g} s")
-            time.sleep(delay)
-            delay = min(delay * 2, 30)
 
 
 @click.command()

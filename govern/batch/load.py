@@ -20,12 +20,14 @@ import pymysql
 from govern.batch.sizing import DEFAULT_BATCH_SIZE
 from govern.batch.sources import DEFAULT_MAX_LINE, BadRow, RowFile
 from govern.batch.table import describe
+from govern.batch.verify import read_back
 from govern.batch.writer import (
     BatchError,
     BatchResult,
     BatchWriter,
     Row,
     Transaction,
+    is_connection_lost,
     is_data_error,
 )
 from govern.connection import Connection, error_text, log_like_anyone
@@ -133,6 +135,7 @@ def load_file(
     progress: Callable[[int, int | None], None] | None = None,
     log_rows: bool = True,
     max_line: int = DEFAULT_MAX_LINE,
+    reconnect: Callable[[], Connection] | None = None,
 ) -> LoadReport:
     """Upsert every good row of ``path`` into ``table``; see the module docstring.
 
@@ -143,7 +146,9 @@ def load_file(
     Mistakes found before the first write (file, format, header, table, key)
     raise UsageError. Once writing started, a failure ends the load and is in
     the report (``error``, ``exit_code``) with everything counted so far.
-    ``update=()`` keeps existing rows as they are (insert new keys only).
+    ``update=()`` keeps existing rows as they are (insert new keys only). When the
+    connection dies under a batch, ``reconnect`` (which may wait for the server) gives a
+    connection to read that batch back on, and the report says what the table holds.
     """
     if not key:
         raise UsageError("--key: name the key columns")
@@ -179,7 +184,7 @@ def load_file(
         )
         if log_rows:
             log_like_anyone(conn)
-        _run(writer, source, report, max_bad, progress)
+        _run(writer, source, report, max_bad, progress, reconnect)
     return report
 
 
@@ -189,6 +194,7 @@ def _run(
     report: LoadReport,
     max_bad: int,
     progress: Callable[[int, int | None], None] | None,
+    reconnect: Callable[[], Connection] | None,
 ) -> None:
     lines: collections.deque[int] = collections.deque()
 
@@ -230,6 +236,11 @@ def _run(
         report.complete = False
         report.error = f"stopped after {report.bad_rows} bad rows (more than --max-bad {max_bad})"
         report.error_exit = EXIT_FINDINGS
+    except BatchError as exc:
+        report.error = exc.message
+        report.error_exit = exc.exit_code
+        if is_connection_lost(exc.cause) and writer.transaction == "batch":
+            report.error += "; " + _read_back(writer, exc.rows, reconnect)
     except GovernError as exc:
         report.error = exc.message
         report.error_exit = exc.exit_code
@@ -240,6 +251,25 @@ def _run(
     except pymysql.err.MySQLError as exc:
         report.error = f"server: {error_text(exc)}"
         report.error_exit = EXIT_SERVER
+
+
+def _read_back(
+    writer: BatchWriter, batch: list[Row], reconnect: Callable[[], Connection] | None
+) -> str:
+    """Once the server answers again, what the table holds of the batch whose outcome the
+    lost connection hid (docs/design/batch-sizing.md, "A lost connection")."""
+    if reconnect is None:
+        return f"read its keys back (first key {writer.key_of(batch[0])}) to know"
+    try:
+        conn = reconnect()
+    except GovernError as exc:
+        return f"the server did not answer again ({exc.message}): read its keys back to know"
+    try:
+        return f"read back once the server answered again, {read_back(conn, writer, batch)}"
+    except pymysql.err.MySQLError as exc:
+        return f"reading it back failed ({error_text(exc)}): read its keys back to know"
+    finally:
+        conn.close()
 
 
 def _isolate(

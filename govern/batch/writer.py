@@ -98,6 +98,19 @@ class RowTooLarge(UsageError):
     """A single row does not fit in max_allowed_packet: no batching can send it."""
 
 
+#: Client errors that mean the connection died under a statement: the server may or may
+#: not have run it (gone away, lost during the query, lost reading the answer).
+_CONNECTION_LOST = frozenset({2006, 2013, 2055})
+
+
+def is_connection_lost(exc: BaseException) -> bool:
+    """The connection died while a statement was out: its outcome is unknown to us."""
+    if isinstance(exc, pymysql.err.InterfaceError):
+        return True
+    code = exc.args[0] if exc.args else None
+    return isinstance(exc, pymysql.err.OperationalError) and code in _CONNECTION_LOST
+
+
 def is_data_error(exc: BaseException) -> bool:
     """The server refused the data (bad value, constraint, duplicate), not the connection.
 
@@ -390,6 +403,8 @@ class BatchWriter:
         )
         if self.transaction == "all":
             after = "the whole transaction was rolled back"
+        elif is_connection_lost(exc):
+            after = "the connection was lost after it was sent: whether it was applied is unknown"
         elif not self.table.transactional:
             after = f"part of it may be applied ({self.table.engine} has no transactions)"
         else:

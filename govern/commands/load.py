@@ -10,13 +10,15 @@ from govern.batch.load import DEFAULT_MAX_BAD, LoadReport, load_file
 from govern.batch.sizing import DEFAULT_BATCH_SIZE
 from govern.batch.sources import DEFAULT_MAX_LINE
 from govern.cli_options import Size, connection_options
-from govern.connection import ConnectionSettings, connect
+from govern.connection import ConnectionSettings, connect, connect_retrying
 from govern.output import info, print_json, warn
 from govern.progress import progress
 from govern.units import plural
 
 #: Bad rows printed on stderr (--json lists up to 100; all are counted).
 SHOWN_BAD_ROWS = 10
+#: How long a load whose connection died waits for the server to read its last batch back.
+RECONNECT_WAIT_S = 60.0
 
 
 def _columns(value: str | None) -> tuple[str, ...] | None:
@@ -134,6 +136,9 @@ def load(
                 # Under `govern run` in session mode the job's sessions opt out: rows too.
                 log_rows="GOVERN_INIT_COMMAND" not in os.environ,
                 max_line=max_line,
+                reconnect=lambda: connect_retrying(
+                    settings, command="load", wait=RECONNECT_WAIT_S, say=info
+                ),
             )
     finally:
         conn.close()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from click.testing import CliRunner, Result
 from govern.batch.load import SCHEMA, SCHEMA_VERSION
 from govern.batch.sources import BadRow, RowFile
 from govern.cli import cli
+from tests.batch.support import LosingProxy, Loss
 from tests.harness import MariaDB
 from tests.paths import REPO
 
@@ -410,3 +413,84 @@ def test_a_gz_cut_after_written_rows_stops_the_load_with_exit_1(
     assert document["written"] > 100 and not document["complete"]
     assert document["error"].startswith(f"{path}:")
     assert "rows written before it stay" in document["error"]
+
+
+@pytest.mark.parametrize(
+    ("lose", "applied"),
+    [("answer", True), ("statement", False)],
+    ids=["committed-answer-lost", "statement-lost"],
+)
+def test_a_lost_connection_leaves_the_outcome_to_be_read_back(
+    server: MariaDB, db: Any, tmp_path: Path, lose: Loss, applied: bool
+) -> None:
+    """The connection dies during a batch: whether the server committed it is unknown to
+    the client. The load says so, reads the batch's keys back once the server answers
+    again, and reports what is there."""
+    proxy = LosingProxy(server.port, lose)
+    cnf = tmp_path / "through-proxy.cnf"
+    cnf.write_text(
+        f"[client]\nhost=127.0.0.1\nport={proxy.port}\nuser=root\n"
+        f"password={server.passwords['root']}\n"
+    )
+    path = write(
+        tmp_path / "r.csv", "id,name,qty\n" + "".join(f"{n},n{n},{n}\n" for n in range(1, 31))
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "govern", "load", path, "--table", "app.items", "--key", "id",
+             "--batch-size", "10", "--json", "--defaults-file", str(cnf)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )  # fmt: skip
+    finally:
+        proxy.close()
+    assert proxy.lost.is_set()
+    assert done.returncode == 3, done.stderr
+    document = json.loads(done.stdout)
+    error = document["error"]
+    assert "batch 0 (rows 1-10, first key id='1')" in error
+    assert "whether it was applied is unknown" in error
+    assert "nothing of it was applied" not in error
+    in_table = rows(db)
+    if applied:
+        assert in_table == [(n, f"n{n}", n) for n in range(1, 11)]
+        assert error.endswith("all 10 of its rows are in the table as sent: it was applied")
+    else:
+        assert in_table == []
+        assert error.endswith("none of its 10 rows is in the table: it was not applied")
+
+
+def test_a_server_crash_mid_load_is_read_back_when_it_returns(
+    server: MariaDB, db: Any, connect: Any, tmp_path: Path
+) -> None:
+    """SIGKILL of the server during a load: the load waits for it, reads the batch it was
+    writing back, and what it reports is what the table holds."""
+    path = write(
+        tmp_path / "big.csv",
+        "id,name,qty\n" + "".join(f"{n},n{n},{n}\n" for n in range(1, 200_001)),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "govern", "load", path, "--table", "app.items", "--key", "id",
+         "--json", "--defaults-file", str(server.defaults_file("root"))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    watcher = connect()
+    deadline = time.monotonic() + 60
+    while rows(watcher, "SELECT COUNT(*) FROM app.items")[0][0] < 1000:
+        assert time.monotonic() < deadline and proc.poll() is None, "the load did not start"
+        time.sleep(0.02)
+    server.kill()
+    server.start()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    error = json.loads(out)["error"]
+    assert "read back once the server answered again" in error, error
+    first, last = (int(n) for n in re.search(r"rows (\d+)-(\d+)", error).groups())  # type: ignore[union-attr]
+    present = rows(connect(), f"SELECT COUNT(*) FROM app.items WHERE id BETWEEN {first} AND {last}")
+    if error.endswith("it was applied"):
+        assert present == [(last - first + 1,)]
+    else:
+        assert error.endswith("it was not applied") and present == [(0,)]
