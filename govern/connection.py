@@ -323,9 +323,10 @@ def connect(
     """Open an autocommit utf8mb4 connection, or raise ServerError with one clear line.
 
     ``command`` names the govern command the connection works for (``run``, ``status``…):
-    its session then stays out of the slow log and its statements carry ``/* govern:run
-    */`` (:class:`OwnConnection`). Every connection govern opens for itself passes one;
-    a library caller writing its own rows leaves it out: those statements are its workload.
+    its session then stays out of the slow log and its statements carry a
+    ``/* govern:<command> */`` tag (:class:`OwnConnection`). Every connection govern opens
+    for itself passes one; a library caller writing its own rows leaves it out: those
+    statements are its workload.
     """
     kwargs = settings.pymysql_kwargs()
     kwargs.update(

@@ -271,7 +271,8 @@ class Holding:
             return
         except CONNECTION_ERRORS:
             pass
-        with contextlib.suppress(ServerError, *CONNECTION_ERRORS):
+        # Best effort: what is still left, govern status shows and govern recover drops.
+        with contextlib.suppress(ServerError, pymysql.err.MySQLError, OSError):
             conn = connect(self.settings, command="run")
             try:
                 if deadman.unbinlogged(conn) is None:

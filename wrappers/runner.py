@@ -145,11 +145,11 @@ class _Run:
         relay: SignalRelay,
         run_id: str,
         watchdog: Watchdog,
-        started: list[str] | None = None,
+        started: list[str],
     ) -> None:
         self.settings = settings
         #: What is executed: ``argv``, or /bin/sh reading a script without ``#!``.
-        self.started = started or argv
+        self.started = started
         self.watchdog = watchdog
         self.argv = argv
         self.options = options
