@@ -126,6 +126,12 @@ def print_night(night: dict[str, Any], *, jobs: bool) -> None:
             f"mean completion {units.duration(summary['mean_completion_s'], 'clock')}, "
             f"done at 50% of the makespan: {units.share(summary['done_at_half_makespan'], 1)}"
         )
+        waits = {w: s for w, s in sorted(summary.get("lag_waits_s", {}).items()) if s}
+        if waits:
+            out.print(
+                "waited for replica lag: "
+                + ", ".join(f"{w} {units.duration(s, 'clock')}" for w, s in waits.items())
+            )
         error = summary.get("estimate_error", {})
         if error.get("jobs"):
             pct = error.get("median_abs_pct")

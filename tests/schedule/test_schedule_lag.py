@@ -17,6 +17,7 @@ from govern.connection import resolve_settings
 from govern.schedulers.catalog import LagGuard, load_catalog
 from govern.schedulers.lag import measure_lag
 from govern.schedulers.night import run_night
+from govern.schedulers.render import print_night
 from govern.server import detect
 from govern.state import StateStore
 from tests.harness import MariaDB
@@ -148,7 +149,11 @@ def test_lag_guard_falls_back_to_replica_status(
 
 
 def test_a_lagging_replica_stays_held_while_no_job_is_ready(
-    server: MariaDB, replica: MariaDB, tmp_path: Path, state_path: Path
+    server: MariaDB,
+    replica: MariaDB,
+    tmp_path: Path,
+    state_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Replication stopped (lag unknown counts as lagging): while the primary runs the only
     ready job, the replica is still lagging, so the guard never says it is back, and the
@@ -185,3 +190,6 @@ def test_a_lagging_replica_stays_held_while_no_job_is_ready(
         "lag guard: replica lag unknown (replication is not running), max 5s: no new job there"
     ]
     assert night["summary"]["lag_waits_s"]["replica"] >= 0.9
+    print_night(night, jobs=False)  # what `govern schedule run` prints at the end
+    waited = [line for line in capsys.readouterr().out.splitlines() if "replica lag" in line]
+    assert len(waited) == 1 and waited[0].startswith("waited for replica lag: replica 1.")
