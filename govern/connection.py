@@ -20,6 +20,7 @@ import dataclasses
 import getpass
 import os
 import stat
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -355,8 +356,6 @@ def connect_retrying(
 ) -> Connection:
     """:func:`connect`, retried with backoff for up to ``wait`` seconds (a server that is
     restarting); ``say`` hears of each retry. Raises the last ServerError after that."""
-    import time
-
     deadline = time.monotonic() + wait
     delay = 0.5
     while True:
