@@ -1,10 +1,10 @@
 """The collector's connections: tagged, out of the slow log, read-only, time-limited.
 
 Every statement govern collect sends starts with ``/* govern:collect */`` so a DBA
-sees in the processlist who asks. Its sessions opt out of the slow log (MariaDB
-lets any account switch its own session off; MySQL honours a session
-``long_query_time``), so reading ``mysql.slow_log`` never logs the read itself,
-and they are read-only: collect never writes to a server it reads.
+sees in the processlist who asks, and its sessions opt out of the slow log, so reading
+``mysql.slow_log`` never logs the read itself: both are govern's own connections'
+(``connect(..., command="collect")``). They are also read-only: collect never writes to a
+server it reads.
 """
 
 from __future__ import annotations
@@ -17,19 +17,16 @@ import pymysql
 from govern.connection import Connection, ConnectionSettings, connect, error_text
 from govern.errors import ServerError
 
-TAG = "/* govern:collect */ "
-#: The largest long_query_time a server accepts (one year): the opt-out of last resort.
-LONG_QUERY_TIME_MAX = 31_536_000
-
 
 def open_session(
     settings: ConnectionSettings, *, statement_seconds: float | None = None
 ) -> Connection:
     """A connection whose statements are never logged as slow, cannot write, and (with
     ``statement_seconds``) are stopped by the server after that long."""
-    conn = connect(settings)
+    conn = connect(settings, command="collect")  # tagged, and out of the slow log
     try:
-        opt_out_of_slow_log(conn)
+        if getattr(conn, "opt_out", None) is None:
+            raise ServerError("cannot keep govern collect's own session out of the slow log")
         run(conn, "SET SESSION TRANSACTION READ ONLY")
         if statement_seconds:
             limit_statements(conn, statement_seconds)
@@ -37,20 +34,6 @@ def open_session(
         conn.close()
         raise
     return conn
-
-
-def opt_out_of_slow_log(conn: Connection) -> None:
-    for statement in (
-        "SET SESSION log_slow_query = OFF",  # MariaDB 10.11+
-        "SET SESSION slow_query_log = OFF",  # MariaDB before 10.11
-        f"SET SESSION long_query_time = {LONG_QUERY_TIME_MAX}",  # MySQL
-    ):
-        try:
-            run(conn, statement)
-            return
-        except pymysql.err.MySQLError:
-            continue
-    raise ServerError("cannot keep govern collect's own session out of the slow log")
 
 
 def limit_statements(conn: Connection, seconds: float) -> None:
@@ -63,9 +46,9 @@ def limit_statements(conn: Connection, seconds: float) -> None:
 
 
 def run(conn: Connection, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
-    """One tagged statement; its rows (if any)."""
+    """One statement (the connection tags it); its rows (if any)."""
     with conn.cursor() as cur:
-        cur.execute(TAG + sql, args)
+        cur.execute(sql, args)
         return list(cur.fetchall()) if cur.description else []
 
 
@@ -100,7 +83,7 @@ class Session:
                 with self.connection().cursor(
                     pymysql.cursors.DictCursor if dicts else pymysql.cursors.Cursor
                 ) as cur:
-                    cur.execute(TAG + sql, args)
+                    cur.execute(sql, args)
                     rows: list[Any] = list(cur.fetchall()) if cur.description else []
             except pymysql.err.OperationalError as exc:
                 if attempt == 2 or not exc.args or exc.args[0] not in LOST:
