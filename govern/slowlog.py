@@ -39,6 +39,7 @@ from typing import cast
 __all__ = [
     "Event",
     "RawEvent",
+    "banner_lines",
     "iter_events",
     "normalize_time",
     "parse_event",
@@ -144,7 +145,7 @@ def read_records(
     # a record beyond that (pt's fallback reads on) takes the general path below.
     scanned = find(SEPARATOR, stop, limit)
     scanned = limit if scanned < 0 else scanned + len(SEPARATOR)
-    banners = _banner_lines(data, pos, scanned)
+    banners = banner_lines(data, pos, scanned)
 
     def next_piece(separator: bytes) -> tuple[int, bytes] | None:
         nonlocal pos
@@ -206,7 +207,7 @@ def read_records(
     return records, pos
 
 
-def _banner_lines(data: bytes, pos: int, limit: int) -> list[int]:
+def banner_lines(data: bytes, pos: int, limit: int) -> list[int]:
     """Where banner lines start in ``data[pos:limit]``, sorted.
 
     Found from their literal parts (fast) and confirmed with pt's pattern: running

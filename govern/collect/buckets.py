@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from govern import units
 from govern.errors import UsageError
-from govern.slowlog import SEPARATOR, normalize_time
+from govern.slowlog import SEPARATOR, banner_lines, normalize_time
 
 _FORMAT = "%Y-%m-%d %H:%M:%S"
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -103,6 +103,11 @@ def route(
             continue
         cut = data.rfind(SEPARATOR, 0, at + 1)
         cut = 0 if cut < 0 else cut + len(SEPARATOR) - 1
+        # A server banner ends a record for the digest (govern.slowlog): the event before
+        # it stays in the current bucket; the banner goes with the time after it.
+        banners = banner_lines(data, cut, at)
+        if banners:
+            cut = banners[0]
         if cut > low:
             pieces.append((low, cut, current))
             low = cut

@@ -172,6 +172,7 @@ class Aggregate:
                 "filtered": partial.filtered,
                 "no_statement": partial.no_statement,
                 "malformed": partial.malformed,
+                "banners": partial.banners,
             },
             "malformed": [
                 {
@@ -339,6 +340,7 @@ class Accumulator:
             partial.filtered = total.filtered
             partial.no_statement = total.no_statement
             partial.malformed = total.malformed
+            partial.banners = total.banners
             partial.malformed_kept = total.malformed_kept
             partial.minutes = total.minutes
         self._merger = self._partial = None

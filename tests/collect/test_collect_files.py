@@ -16,6 +16,7 @@ import pytest
 from tests.collect.support import (
     assert_same_events,
     bucket_documents,
+    events,
     follow,
     make_collector,
     merged,
@@ -70,10 +71,34 @@ def test_the_record_being_written_waits_until_the_log_is_quiet(tmp_path: Path) -
         second = collector.poll()
         quiet(log, 3600)
         third = collector.poll()
-    assert first.events == len(whole) - 1
+    # pt's records: the one before the last holds FLUSH SLOW LOGS, MariaDB's start banner
+    # and the event after it, two events for the digest (the banner ends a record).
+    assert first.events == events(one_shot(b"".join(whole[:-1]))) == len(whole)
     assert second.events == 0  # complete now, but nothing follows it yet
     assert third.events == 1
     assert third.sources[0].behind == 0
+
+
+def test_a_banner_is_a_bucket_boundary_as_it_is_a_record_boundary(tmp_path: Path) -> None:
+    """FLUSH SLOW LOGS (22:39:12) is followed by MariaDB's start banner, then the next
+    second's events: the banner ends FLUSH's record, so FLUSH stays in its own bucket
+    and the banner is counted once, with the events after it."""
+    data = (SLOWLOGS / "mariadb.log").read_bytes()
+    log = tmp_path / "slow.log"
+    log.write_bytes(data)
+    quiet(log)
+    with make_collector(tmp_path, [follow(log)], bucket=1) as collector:
+        poll_all(collector)
+        found = merged(tmp_path / "buckets", collector)
+    buckets = {
+        document["collect"]["bucket"]["start"]: document
+        for document in bucket_documents(tmp_path / "buckets")
+    }
+    first, second = buckets["2026-11-21 22:39:12"], buckets["2026-11-21 22:39:13"]
+    assert "flush slow logs" in [item["fingerprint"] for item in first["classes"]]
+    assert (events(first), first["totals"]["banners"]) == (3, 0)
+    assert (events(second), second["totals"]["banners"]) == (2, 1)
+    assert_same_events(found, one_shot(data))
 
 
 def rotate_by_rename(log: Path, suffix: str) -> Path:
