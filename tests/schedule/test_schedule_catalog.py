@@ -336,7 +336,9 @@ def test_old_job_logs_are_pruned(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["10", "11", "notes"]
 
 
-def test_opts_out_needs_wrap_and_reaches_govern_run(tmp_path: Path) -> None:
+def test_opts_out_needs_wrap_and_reaches_govern_run(
+    tmp_path: Path, write_catalog: WriteCatalog
+) -> None:
     from govern.schedulers.launch import ServerHandle, job_argv
 
     body = GOOD.replace('command = "./job.sh click"', 'command = "./job.sh click"\nopts_out = true')
@@ -347,7 +349,7 @@ def test_opts_out_needs_wrap_and_reaches_govern_run(tmp_path: Path) -> None:
     body = body.replace("opts_out = true", "opts_out = true\nwrap = true")
     (tmp_path / "totals.sql").write_text("SELECT 1;\n")
     _script(tmp_path)
-    job = load_catalog(write_catalog(tmp_path, body)).job("clicks")
+    job = load_catalog(write_catalog(body)).job("clicks")
     handle = ServerHandle(ConnectionSettings(), tmp_path / "w.cnf")
     argv = job_argv(job, handle, "mariadb")
     assert argv[argv.index("--") - 3 : argv.index("--") + 1] == [

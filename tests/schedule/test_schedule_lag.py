@@ -154,6 +154,7 @@ def test_a_lagging_replica_stays_held_while_no_job_is_ready(
     tmp_path: Path,
     state_path: Path,
     capsys: pytest.CaptureFixture[str],
+    write_catalog: WriteCatalog,
 ) -> None:
     """Replication stopped (lag unknown counts as lagging): while the primary runs the only
     ready job, the replica is still lagging, so the guard never says it is back, and the
@@ -164,7 +165,6 @@ def test_a_lagging_replica_stays_held_while_no_job_is_ready(
     messages: list[str] = []
     try:
         path = write_catalog(
-            tmp_path,
             '[lag_guard]\nmax_lag = "5s"\nheartbeat_table = "percona.no_such_heartbeat"\n'
             'check_interval = "0.1s"\n'
             + worker_table("main", server.defaults_file("govern_admin"))

@@ -381,7 +381,13 @@ def test_a_write_in_the_sizing_query_is_refused(
     ],
 )
 def test_the_sizing_query_must_be_one_read(
-    server: MariaDB, connect: Any, tmp_path: Path, state_path: Path, query: str, why: str
+    server: MariaDB,
+    connect: Any,
+    tmp_path: Path,
+    state_path: Path,
+    query: str,
+    why: str,
+    write_catalog: WriteCatalog,
 ) -> None:
     """Refused before it is sent: DDL would commit the read-only transaction (and be binlogged),
     SET GLOBAL needs no transaction at all."""
@@ -394,7 +400,6 @@ def test_the_sizing_query_must_be_one_read(
         cur.execute("SHOW MASTER STATUS")
         binlog = cur.fetchone()[:2]
     path = write_catalog(
-        tmp_path,
         f'[sizing]\nquery = "{query.format(victim=victim)}"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.a]\ncommand = "touch ran"\n',
@@ -416,7 +421,7 @@ def test_the_sizing_query_must_be_one_read(
 
 
 def test_reads_of_every_shape_are_accepted(
-    server: MariaDB, tmp_path: Path, state_path: Path
+    server: MariaDB, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     for query in (
         "WITH c AS (SELECT 'a' AS k, 3 AS n) SELECT k, n FROM c",
@@ -426,7 +431,6 @@ def test_reads_of_every_shape_are_accepted(
         "SHOW GLOBAL STATUS LIKE 'Uptime'",
     ):
         path = write_catalog(
-            tmp_path,
             f'[sizing]\nquery = """{query}"""\n'
             + worker_table("main", server.defaults_file("govern_admin"))
             + '[jobs.a]\ncommand = "true"\n',
@@ -436,12 +440,11 @@ def test_reads_of_every_shape_are_accepted(
 
 
 def test_absurd_row_counts_are_clamped_with_a_warning(
-    server: MariaDB, tmp_path: Path, state_path: Path
+    server: MariaDB, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     """BIGINT UNSIGNED's max from the cache table, int64's max in the catalog: each job runs,
     with its size clamped and a warning per row; the night is not lost."""
     path = write_catalog(
-        tmp_path,
         "[sizing]\nquery = \"SELECT 'a', 18446744073709551615 UNION ALL SELECT 'b', 5\"\n"
         + worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.a]\ncommand = "true"\n[jobs.b]\ncommand = "true"\n'
@@ -737,13 +740,12 @@ def test_an_account_that_cannot_see_replica_status_is_treated_as_on_a_replica(
 
 
 def test_a_wrapped_sql_job_runs_in_session_mode(
-    server: MariaDB, connect: Any, tmp_path: Path, state_path: Path
+    server: MariaDB, connect: Any, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     """A wrapped sql job's session opts out by itself: nothing global changes."""
     text = f"wrapped-sql-{uuid.uuid4().hex[:12]}"
     (tmp_path / "read.sql").write_text(f"SELECT SLEEP(0.1), '{text}';\n")
     path = write_catalog(
-        tmp_path,
         worker_table("w", server.defaults_file("govern_admin"))
         + '[jobs.read]\nsql = "read.sql"\nwrap = true\n',
     )
