@@ -342,7 +342,7 @@ def test_opts_out_needs_wrap_and_reaches_govern_run(
     from govern.schedulers.launch import ServerHandle, job_argv
 
     body = GOOD.replace('command = "./job.sh click"', 'command = "./job.sh click"\nopts_out = true')
-    assert _error(tmp_path, body) == (
+    assert _error(write_catalog, body) == (
         "CATALOG:29: job clicks: opts_out = true says how the job runs under `govern run`:"
         " it needs wrap = true"
     )
