@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "schedule": "govern.schedulers.cli:schedule",
     "digest": "govern.commands.digest:digest",
     "collect": "govern.collect.cli:collect",
+    "throttle": "govern.throttle.cli:throttle",
 }
 
 

@@ -118,3 +118,16 @@ class Size(click.ParamType):
         if count <= 0:
             self.fail(f"expected a size above 0, got {value!r}", param, ctx)
         return count
+
+
+def throttle_option(command: F) -> F:
+    """``--throttle KEY=VALUE`` (repeatable): throttle checks, as in docs/throttle.md."""
+    return click.option(
+        "--throttle",
+        "throttle_items",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A throttle check or setting, repeatable: max_lag=2s, max_load=Threads_running=25, "
+        "critical_load=…, query=SELECT…, flag_file=PATH, replica=HOST:PORT, interval=1s, "
+        "max_wait=1h [default: the job's (govern run --throttle), else govern.toml's [throttle]].",
+    )(command)

@@ -263,6 +263,13 @@ class ServerInfo:
         return "SHOW SLAVE STATUS"
 
     @property
+    def replica_hosts_statement(self) -> str:
+        """Lists the replicas registered with this server (as a primary)."""
+        if not self.is_mariadb and self.version >= (8, 0, 22):
+            return "SHOW REPLICAS"
+        return "SHOW SLAVE HOSTS"
+
+    @property
     def statement_time_variable(self) -> str | None:
         """MariaDB's ``max_statement_time`` aborts any statement server-side; MySQL's
         ``max_execution_time`` covers read-only SELECTs only, so None there."""

@@ -189,6 +189,35 @@ MIGRATIONS: list[Migration] = [
         # connections opened while the run kept the setting changed (they copied it)
         "ALTER TABLE runs ADD COLUMN window_opened INTEGER",
     ),
+    # The throttler (govern/throttle/record.py): every hold, written when it opens and
+    # updated when it closes, with the run, night or job it happened in.
+    Migration(
+        "throttle_0001_holds",
+        """
+        CREATE TABLE throttle_holds (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            work        TEXT NOT NULL,
+            server      TEXT,
+            run_id      TEXT,
+            night_id    INTEGER,
+            job         TEXT,
+            worker      TEXT,
+            check_kind  TEXT NOT NULL,
+            check_key   TEXT NOT NULL,
+            reason      TEXT NOT NULL,
+            value       REAL,
+            bound       REAL,
+            critical    INTEGER NOT NULL,
+            started_at  TEXT NOT NULL,
+            ended_at    TEXT,
+            host        TEXT NOT NULL,
+            pid         INTEGER NOT NULL
+        );
+        CREATE INDEX throttle_holds_by_run ON throttle_holds (run_id);
+        CREATE INDEX throttle_holds_by_night ON throttle_holds (night_id);
+        CREATE INDEX throttle_holds_by_start ON throttle_holds (started_at)
+        """,
+    ),
 ]
 
 

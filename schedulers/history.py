@@ -22,6 +22,7 @@ from typing import Any
 
 from govern.schedulers.estimates import Sample
 from govern.state import StateStore, utcnow
+from govern.throttle.record import HoldContext, StateHoldLog, holds_of_night
 
 NIGHT_SCHEMA = "govern.schedule.night"
 HISTORY_SCHEMA = "govern.schedule.history"
@@ -96,6 +97,10 @@ class History:
     def __init__(self, store: StateStore) -> None:
         self.store = store
         self._lock = threading.RLock()
+
+    def hold_log(self, context: HoldContext) -> StateHoldLog:
+        """Where a throttler of this night records its holds (under the history's lock)."""
+        return StateHoldLog(self.store, context, lock=self._lock)
 
     # --- writing --------------------------------------------------------------------------
     def start_night(
@@ -372,6 +377,7 @@ class History:
             "workers": json.loads(row["workers"]) if row["workers"] else [],
             "summary": json.loads(row["summary"]) if row["summary"] else None,
             "jobs": jobs,
+            "holds": holds_of_night(self.store, night_id),
         }
 
     def nights(self, schedule: str | None = None, limit: int = 20) -> Iterator[dict[str, Any]]:

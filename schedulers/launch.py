@@ -35,6 +35,7 @@ from typing import IO
 
 from govern.connection import DEFAULT_PORT, ConnectionSettings
 from govern.schedulers.catalog import JobSpec
+from govern.throttle.handoff import Handoff
 
 
 def govern_run_prefix() -> str:
@@ -139,6 +140,7 @@ def job_environment(
     attempt: Attempt,
     worker: ServerHandle,
     primary: ServerHandle | None,
+    throttle: Handoff | None = None,
 ) -> dict[str, str]:
     env = dict(base)
     env.update(
@@ -156,6 +158,8 @@ def job_environment(
     env.update(worker.environment("GOVERN_WORKER"))
     if primary is not None:
         env.update(primary.environment("GOVERN_PRIMARY"))
+    if throttle is not None:
+        env.update(throttle.environment())
     return env
 
 

@@ -124,6 +124,8 @@ def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str
         **metrics.to_json(),
         "outcomes": dict(Counter(result.outcomes.values())),
         "estimate_error": estimate_error(pairs).to_json(),
-        "lag_waits_s": {w.spec.name: round(w.waited_for_lag, 3) for w in pool.workers},
+        "lag_waits_s": {
+            w.spec.name: round(w.guard.held_seconds if w.guard else 0.0, 3) for w in pool.workers
+        },
         "warnings": plan.warnings,
     }

@@ -1,8 +1,8 @@
 """Run a planned night for real: one loop, one process group per running job.
 
 Whenever a lane is free it takes the job the policy picks among the ready ones
-(the same :class:`Dispatcher` the plan simulated), unless the lag guard holds
-its replica back. A failed job does not stop the others: it is retried after
+(the same :class:`Dispatcher` the plan simulated), unless the lag guard (a
+:class:`govern.throttle.Throttler` per replica) holds its replica back. A failed job does not stop the others: it is retried after
 ``retry_delay`` up to ``retries`` times, and only the jobs that depend on it are
 skipped. A job past its ``timeout`` gets TERM, then KILL after ``kill_grace``.
 
@@ -34,7 +34,9 @@ from govern.schedulers.history import History
 from govern.schedulers.launch import Attempt, Process, job_argv, job_environment, mysql_client
 from govern.schedulers.plan import Plan
 from govern.schedulers.policies import Lane
-from govern.schedulers.workers import ServerPool
+from govern.schedulers.workers import ServerPool, Worker
+from govern.throttle.handoff import Handoff
+from govern.throttle.record import HoldContext
 from govern.units import duration
 
 TICK = 0.05  # seconds between looks at the running jobs
@@ -119,13 +121,14 @@ class NightRunner:
         self._progress = progress
         self._t0 = time.monotonic()
         self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._watch_lag()
         for name, reason in self.dispatcher.skipped.items():
             self._skipped(name, reason)
         with self._ctrl_c_stops_the_night():
             while not self.dispatcher.finished:
                 self._step()
                 time.sleep(TICK)
-        self._finish_lag_accounting(self.now())
+        self._finish_lag_accounting()
         return self.result
 
     @contextlib.contextmanager
@@ -182,49 +185,39 @@ class NightRunner:
 
     def _start_free_lanes(self, now: float) -> None:
         if not self.dispatcher.pending:  # nothing left to start: no lane waits for lag now
-            self._finish_lag_accounting(now)
+            self._finish_lag_accounting()
             return
-        held: set[str] = set()
+        # The lag is checked whether or not a job is ready: a replica is held (and waits)
+        # for as long as it lags, not only while a job would have started there.
+        held = {w.spec.name for w in self.pool.usable() if self.pool.lag_holds(w.spec.name)}
         for lane in self.plan.lanes:
-            if lane.index in self.running:
+            if lane.index in self.running or lane.worker in held:
                 continue
-            # The lag is checked whether or not a job is ready: a replica is held (and
-            # waits) for as long as it lags, not only while a job would have started there.
-            if not self.pool.lag_allows(lane.worker):
-                held.add(lane.worker)
-                continue
+            if not self.dispatcher.ready(now):
+                break
             task = self.dispatcher.take(lane, now)
             if task is not None:
                 self._start(self.catalog.job(task.name), lane, now)
-        self._account_lag(held, now)
 
-    def _account_lag(self, held: set[str], now: float) -> None:
-        """Time each worker spent with a free lane held back by the lag guard; say when a
-        hold starts and ends (once each, not every tick)."""
-        limit = self.catalog.lag_guard.max_lag if self.catalog.lag_guard else 0
+    def _watch_lag(self) -> None:
+        """The lag guards record their holds in the night's history and say when a hold
+        starts and ends (docs/design/throttling.md, "The scheduler's lag guard")."""
         for worker in self.pool.usable():
-            name = worker.spec.name
-            lag = worker.lag
-            if name in held:
-                if worker.held_since is None:
-                    worker.held_since = now
-                    if lag is None or lag.seconds is None:
-                        why = f" ({lag.detail})" if lag is not None and lag.detail else ""
-                        state = f"lag unknown{why}"
-                    else:
-                        state = f"lags {lag.seconds:.0f}s"
-                    self.notify(f"lag guard: {name} {state}, max {limit:g}s: no new job there")
-            elif worker.held_since is not None:
-                worker.waited_for_lag += now - worker.held_since
-                worker.held_since = None
-                shown = "" if lag is None or lag.seconds is None else f" ({lag.seconds:.0f}s)"
-                self.notify(f"lag guard: {name} is back under max_lag{shown}")
+            if worker.guard is not None:
+                worker.guard.notify = self.notify
+                worker.guard.log = self.history.hold_log(
+                    HoldContext(
+                        "lag guard",
+                        server=worker.settings.describe(),
+                        night_id=self.night_id,
+                        worker=worker.spec.name,
+                    )
+                )
 
-    def _finish_lag_accounting(self, now: float) -> None:
+    def _finish_lag_accounting(self) -> None:
         for worker in self.pool.usable():
-            if worker.held_since is not None:
-                worker.waited_for_lag += now - worker.held_since
-                worker.held_since = None
+            if worker.guard is not None:
+                worker.guard.close_holds()
 
     # --- one attempt ------------------------------------------------------------------------
     def _start(self, job: JobSpec, lane: Lane, now: float) -> None:
@@ -249,7 +242,9 @@ class NightRunner:
         with os.fdopen(fd, "wb") as log:
             try:
                 argv = job_argv(job, worker.handle, self.client, self.catalog.kill_grace)
-                env = job_environment(os.environ, attempt, worker.handle, self.pool.primary)
+                env = job_environment(
+                    os.environ, attempt, worker.handle, self.pool.primary, self._throttle(worker)
+                )
                 process = Process(argv, env, self.catalog.directory, job.sql, log)
             except OSError as exc:
                 log.write(f"govern: cannot start the job: {exc}\n".encode())
@@ -260,6 +255,16 @@ class NightRunner:
         if self.job_lines:
             again = f" (attempt {number})" if number > 1 else ""
             self.notify(f"job {job.name} started on {lane.worker}{again}")
+
+    def _throttle(self, worker: Worker) -> Handoff | None:
+        """The catalog's [throttle] for a job: checks on the primary when the catalog has one
+        (where summaries are written), else on the job's worker; holds in the night's history."""
+        if self.catalog.throttle is None or worker.handle is None:
+            return None
+        server = self.pool.primary or worker.handle
+        return Handoff(
+            self.catalog.throttle, str(server.defaults_file), str(self.history.store.path)
+        )
 
     def _check(self, index: int, now: float) -> None:
         run = self.running[index]

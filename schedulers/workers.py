@@ -1,5 +1,5 @@
-"""The servers of one night: connections, what they are, their lag, the run lock, and the
-option files jobs receive.
+"""The servers of one night: connections, what they are, their lag guard, the run lock, and
+the option files jobs receive.
 
 govern only reads here (SELECT, SHOW, GET_LOCK): it never writes to a replica.
 A worker that cannot be reached is left out with a warning and its jobs go to the
@@ -18,7 +18,6 @@ import hashlib
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from types import TracebackType
 
@@ -36,9 +35,11 @@ from govern.errors import GovernError, ServerError
 from govern.output import warn
 from govern.schedulers.catalog import Catalog, WorkerSpec
 from govern.schedulers.history import process_token
-from govern.schedulers.lag import Lag, measure_lag
 from govern.schedulers.launch import ServerHandle
 from govern.server import ServerInfo, detect
+from govern.throttle.checks import Reading, ReplicaLag
+from govern.throttle.links import Link
+from govern.throttle.throttler import Throttler
 
 
 class LockHeld(ServerError):
@@ -53,10 +54,9 @@ class Worker:
     info: ServerInfo | None = None
     handle: ServerHandle | None = None
     error: str | None = None  # why it is left out
-    lag: Lag | None = None
-    lag_checked: float = float("-inf")
-    waited_for_lag: float = 0.0  # seconds a free lane was held back by the lag guard
-    held_since: float | None = None  # night offset when the current hold began
+    #: the lag guard of a replica worker: a throttler with one check, this replica's lag
+    guard: Throttler | None = None
+    lag: Reading | None = None  # the guard's latest reading
 
     @property
     def usable(self) -> bool:
@@ -72,8 +72,8 @@ class Worker:
             "server": self.settings.describe(),
             "is_replica": self.info.is_replica if self.info else None,
             "lanes": self.spec.concurrency if self.usable else 0,
-            "lag_s": None if self.lag is None else self.lag.seconds,
-            "lag_source": None if self.lag is None else self.lag.source,
+            "lag_s": None if self.lag is None else self.lag.value,
+            "lag_source": None if self.lag is None else self.lag.source or None,
             "error": self.error,
         }
 
@@ -131,6 +131,9 @@ class ServerPool:
         self.close()
 
     def close(self) -> None:
+        for worker in self.workers:
+            if worker.guard is not None:
+                worker.guard.close()
         for conn in [w.conn for w in self.workers] + [self._primary_conn]:
             if conn is not None:
                 with contextlib.suppress(pymysql.err.Error):
@@ -169,7 +172,25 @@ class ServerPool:
             statement_time_variable=worker.info.statement_time_variable,
             opt_out=getattr(worker.conn, "opt_out", None),
         )
+        worker.guard = self._lag_guard(worker)
         return worker
+
+    def _lag_guard(self, worker: Worker) -> Throttler | None:
+        """The lag guard of a replica worker: the throttler, watching this replica's own lag
+        over the worker's connection (docs/design/throttling.md, "The scheduler's lag guard")."""
+        guard = self.catalog.lag_guard
+        if guard is None or not worker.is_replica or worker.conn is None:
+            return None
+        link = Link(worker.spec.name, conn=worker.conn, info=worker.info)
+        check = ReplicaLag(
+            [link],
+            guard.max_lag,
+            heartbeat_table=guard.heartbeat_table,
+            heartbeat_utc=guard.heartbeat_utc,
+        )
+        return Throttler(
+            [check], interval=guard.check_interval, name=f"lag guard {worker.spec.name}"
+        )
 
     # --- questions --------------------------------------------------------------------------
     def usable(self) -> list[Worker]:
@@ -187,27 +208,21 @@ class ServerPool:
         candidates = self.usable() if name is None else [self.worker(name)]
         return next((w.conn for w in candidates if w.usable), None)
 
-    def lag_allows(self, name: str, clock: float | None = None) -> bool:
-        """The lag guard: may a job start on this worker now? Re-checks every check_interval."""
-        guard = self.catalog.lag_guard
+    def lag_holds(self, name: str) -> bool:
+        """The lag guard: is this worker held (its replica lags)? Its throttler polls the lag
+        every check_interval and records each hold."""
         worker = self.worker(name)
-        if guard is None or not worker.is_replica or worker.conn is None or worker.info is None:
-            return True
-        now = time.monotonic() if clock is None else clock
-        if now - worker.lag_checked >= guard.check_interval:
-            worker.lag_checked = now
-            try:
-                worker.lag = measure_lag(worker.conn, worker.info, guard)
-            except pymysql.err.MySQLError as exc:
-                worker.lag = Lag(None, "error", error_text(exc))
-        lag = worker.lag
-        return lag is not None and lag.seconds is not None and lag.seconds <= guard.max_lag
+        if worker.guard is None or not worker.usable:
+            return False
+        holding = bool(worker.guard.poll())
+        worker.lag = next(iter(worker.guard.readings), worker.lag)
+        return holding
 
     def refresh_lag(self) -> None:
-        """Measure every replica's lag now (for a plan, or the night's record)."""
+        """Read every replica's lag now, for the plan (no hold is recorded)."""
         for worker in self.usable():
-            worker.lag_checked = float("-inf")
-            self.lag_allows(worker.spec.name)
+            if worker.guard is not None:
+                worker.lag = worker.guard.checks[0].read()
 
     # --- the run lock -------------------------------------------------------------------------
     def lock(self) -> None:

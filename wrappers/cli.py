@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from govern.cli_options import Duration, connection_options, state_option
+from govern.cli_options import Duration, connection_options, state_option, throttle_option
 from govern.connection import ConnectionSettings
 
 
@@ -72,6 +72,7 @@ def seconds(
     help="The job opts its own sessions out: it passes $GOVERN_INIT_COMMAND to its "
     "connections, so auto picks session mode.",
 )
+@throttle_option
 @click.option("-q", "--quiet", is_flag=True, help="Only warnings on stderr.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -85,6 +86,7 @@ def run(
     lease: float,
     on_error: str,
     opts_out: bool,
+    throttle_items: tuple[str, ...],
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -93,6 +95,10 @@ def run(
     \b
     govern run [OPTIONS] -- COMMAND [ARGS]...
 
+    --throttle hands the checks to the job (with this connection's account): its
+    `govern throttle wait`, `govern load` and `govern chunk` hold on them, and
+    their holds are listed by `govern history`.
+
     Exits with COMMAND's exit code (128+N when signal N ended it); 2 for a usage error,
     3 when the server cannot be reached or the account may not change the setting,
     126/127 when COMMAND cannot be started.
@@ -100,6 +106,12 @@ def run(
     from govern.wrappers.modes import Mode
     from govern.wrappers.runner import RunOptions
     from govern.wrappers.runner import run as run_governed
+
+    throttle = None
+    if throttle_items:
+        from govern.throttle.spec import parse_items
+
+        throttle = parse_items(throttle_items)
 
     result = run_governed(
         settings,
@@ -115,6 +127,7 @@ def run(
             state_path=Path(state_path) if state_path else None,
             quiet=quiet,
             opts_out=opts_out,
+            throttle=throttle,
         ),
     )
     sys.exit(result.exit_code)
@@ -205,7 +218,8 @@ def recover(
 @click.option("--name", help="Only runs with this name.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="The newest N runs.")
 def history(state_path: str | None, as_json: bool, name: str | None, limit: int | None) -> None:
-    """Every run: name, command, start, end, exit code, mode and its blind window."""
+    """Every run: name, command, start, end, exit code, mode, its blind window and the time
+    its job was held by the throttle (govern run --throttle)."""
     from govern.output import print_json
     from govern.state import StateStore
     from govern.wrappers import journal
@@ -231,7 +245,8 @@ def _print_history(document: dict[str, Any]) -> None:
     from govern.output import console
 
     table = Table(box=None, pad_edge=False)
-    for column in ("id", "name", "started (UTC)", "took", "exit", "mode", "changed", "outcome"):
+    columns = ("id", "name", "started (UTC)", "took", "exit", "mode", "changed", "held", "outcome")
+    for column in columns:
         table.add_column(column)
     for run in document["runs"]:
         took = ""
@@ -249,9 +264,18 @@ def _print_history(document: dict[str, Any]) -> None:
             "" if run["exit_code"] is None else str(run["exit_code"]),
             run["mode"],
             changed,
+            _held(run),
             run["outcome"] or run["state"],
         )
     console().print(table)
+
+
+def _held(run: dict[str, Any]) -> str:
+    """``42s: lag, load`` for a run whose job was held, else ''."""
+    if not run["holds"]:
+        return ""
+    kinds = ", ".join(dict.fromkeys(h["check"] for h in run["holds"]))
+    return f"{run['held_s']:.0f}s: {kinds}"
 
 
 def _parse(stamp: str) -> Any:

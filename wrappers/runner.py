@@ -13,11 +13,12 @@ and the scheduler may call either. The steps, for a mode that changes a global:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pymysql
 
@@ -40,6 +41,9 @@ from govern.wrappers.recovery import Repair, recover_server
 from govern.wrappers.variables import LONG_QUERY_TIME, slow_log
 from govern.wrappers.watchdog import Watchdog, spawn
 
+if TYPE_CHECKING:
+    from govern.throttle.spec import ThrottleSpec
+
 DEFAULT_LEASE_S = 60.0
 DEFAULT_GRACE_S = 10.0
 DEFAULT_THRESHOLD_S = 10.0
@@ -61,6 +65,8 @@ class RunOptions:
     quiet: bool = False
     #: The job opts its own sessions out ($GOVERN_INIT_COMMAND): auto picks session mode.
     opts_out: bool = False
+    #: checks handed to the job in $GOVERN_THROTTLE (govern.throttle.handoff)
+    throttle: ThrottleSpec | None = None
 
 
 @dataclasses.dataclass
@@ -414,18 +420,41 @@ class _Run:
         }
 
     def _job(self, env: dict[str, str], on_start: Callable[[], None] | None) -> JobResult:
+        with self._throttle_handoff(env):
+            try:
+                return run_job(
+                    self.started,
+                    env,
+                    self.relay,
+                    max_runtime=self.options.max_runtime,
+                    grace=self.options.grace,
+                    on_start=on_start,
+                )
+            except OSError as exc:
+                self.report.warn(f"{self.argv[0]}: {exc.strerror}")
+                return JobResult(126 if isinstance(exc, PermissionError) else 127)
+
+    @contextlib.contextmanager
+    def _throttle_handoff(self, env: dict[str, str]) -> Iterator[None]:
+        """With --throttle: the checks, this run's account (a 0600 option file, deleted after
+        the job) and the state file, in the job's $GOVERN_THROTTLE."""
+        spec = self.options.throttle
+        if spec is None:
+            yield
+            return
+        from govern.connection import temporary_defaults_file
+        from govern.state import default_state_path
+        from govern.throttle.handoff import Handoff
+
+        defaults = temporary_defaults_file(self.settings)
+        state = self.options.state_path or default_state_path()
+        env.update(Handoff(spec, str(defaults), str(state)).environment())
+        self.report.say(f"run {self.record.name}: throttle for the job: {spec.describe()}")
         try:
-            return run_job(
-                self.started,
-                env,
-                self.relay,
-                max_runtime=self.options.max_runtime,
-                grace=self.options.grace,
-                on_start=on_start,
-            )
-        except OSError as exc:
-            self.report.warn(f"{self.argv[0]}: {exc.strerror}")
-            return JobResult(126 if isinstance(exc, PermissionError) else 127)
+            yield
+        finally:
+            defaults.unlink(missing_ok=True)
+            defaults.parent.rmdir()
 
     def _end(self, job: JobResult, outcome: Outcome | None) -> RunResult:
         record = self.record

@@ -118,11 +118,21 @@ def recorded_windows(state_path: str | None) -> list[dict[str, Any]]:
 
 
 def history_document(store: StateStore, records: list[RunRecord]) -> dict[str, Any]:
+    """The runs with the throttle holds inside each; ``holds`` lists every hold of the state
+    file (runs, loads, chunks, scheduler nights) for the digest page's load chart."""
+    from govern.throttle.record import all_holds, held_seconds, holds_of_runs
+
+    runs = runs_json(store, records)
+    holds = holds_of_runs(store, [r.id for r in records])
+    for run in runs:
+        run["holds"] = holds[run["id"]]
+        run["held_s"] = held_seconds(run["holds"])
     return {
         "schema": HISTORY_SCHEMA,
         "schema_version": SCHEMA_VERSION,
-        "runs": runs_json(store, records),
+        "runs": runs,
         "windows": _windows(records),
+        "holds": all_holds(store),
     }
 
 

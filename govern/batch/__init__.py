@@ -8,7 +8,10 @@
 Rows are dicts or sequences; any iterator is consumed batch by batch. Each batch
 is one statement, committed on its own (``transaction="batch"``) or with the
 rest (``"all"``); a failed batch raises :class:`BatchError` with its index and
-first key, and nothing of it stays applied on a transactional engine.
+first key, and nothing of it stays applied on a transactional engine. Given a
+``throttle`` (:mod:`govern.throttle`), the writes hold between batches while it
+holds; :func:`chunked_update` and :func:`chunked_delete` walk a big change over
+the primary key in timed, throttled chunks.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from govern.batch.writer import (
 )
 from govern.connection import Connection
 from govern.server import ServerInfo
+from govern.throttle.throttler import Throttler
 
 __all__ = [
     "BatchCounts",
@@ -54,6 +58,7 @@ def upsert(
     pad_last: bool = False,
     progress: Callable[[int], None] | None = None,
     server: ServerInfo | None = None,
+    throttle: Throttler | None = None,
 ) -> BatchResult:
     """Insert ``rows`` or update the existing ones matched by ``key`` (a primary or unique key).
 
@@ -78,6 +83,7 @@ def upsert(
         transaction=transaction,
         pad_last=pad_last,
         server=server,
+        throttle=throttle,
     )
     return writer.write(values, progress=progress)
 
@@ -93,6 +99,7 @@ def insert(
     transaction: Transaction = "batch",
     progress: Callable[[int], None] | None = None,
     server: ServerInfo | None = None,
+    throttle: Throttler | None = None,
 ) -> BatchResult:
     """Insert ``rows``; a duplicate key fails the batch, unless ``ignore``.
 
@@ -111,5 +118,6 @@ def insert(
         batch_size=batch_size,
         transaction=transaction,
         server=server,
+        throttle=throttle,
     )
     return writer.write(values, progress=progress)

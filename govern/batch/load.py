@@ -39,6 +39,7 @@ from govern.errors import (
     GovernError,
     UsageError,
 )
+from govern.throttle.throttler import Throttler
 
 SCHEMA = "govern.load"
 SCHEMA_VERSION = 1
@@ -64,6 +65,8 @@ class LoadReport:
     complete: bool = False
     error: str | None = None
     error_exit: int = EXIT_OK
+    #: the throttler's summary (held_s, holds…) when the load was throttled
+    throttle: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -113,6 +116,7 @@ class LoadReport:
             "complete": self.complete,
             "error": self.error,
             "exit_code": self.exit_code,
+            "throttle": self.throttle,
         }
 
 
@@ -136,6 +140,7 @@ def load_file(
     log_rows: bool = True,
     max_line: int = DEFAULT_MAX_LINE,
     reconnect: Callable[[], Connection] | None = None,
+    throttle: Throttler | None = None,
 ) -> LoadReport:
     """Upsert every good row of ``path`` into ``table``; see the module docstring.
 
@@ -145,7 +150,8 @@ def load_file(
 
     Mistakes found before the first write (file, format, header, table, key)
     raise UsageError. Once writing started, a failure ends the load and is in
-    the report (``error``, ``exit_code``) with everything counted so far.
+    the report (``error``, ``exit_code``) with everything counted so far, as is
+    a stop by the ``throttle`` (a critical check: exit 3; max_wait: exit 75).
     ``update=()`` keeps existing rows as they are (insert new keys only). When the
     connection dies under a batch, ``reconnect`` (which may wait for the server) gives a
     connection to read that batch back on, and the report says what the table holds.
@@ -171,6 +177,7 @@ def load_file(
             update=wanted,
             batch_size=batch_size,
             transaction=transaction,
+            throttle=throttle,
         )
         report = LoadReport(
             file=source.name,
@@ -184,7 +191,11 @@ def load_file(
         )
         if log_rows:
             log_like_anyone(conn)
-        _run(writer, source, report, max_bad, progress, reconnect)
+        try:
+            _run(writer, source, report, max_bad, progress, reconnect)
+        finally:
+            if throttle is not None:
+                report.throttle = throttle.summary()
     return report
 
 
@@ -222,6 +233,7 @@ def _run(
             first_row = 0
             for index, batch in enumerate(writer.batches(good_rows(), reject=reject)):
                 batch_lines = [lines.popleft() for _ in batch]
+                writer.wait_turn(result)
                 try:
                     writer.apply_batch(batch, index, first_row, result)
                 except BatchError as exc:

@@ -29,6 +29,7 @@ from govern.batch.table import TableInfo, describe
 from govern.connection import Connection, error_text, query_all
 from govern.errors import EXIT_FINDINGS, EXIT_SERVER, GovernError, ServerError, UsageError
 from govern.server import ServerInfo, detect
+from govern.throttle.throttler import Throttler, ThrottleStop
 
 Row = Sequence[Any]
 #: "batch": each batch commits on its own (default); "all": one transaction for
@@ -51,6 +52,8 @@ class BatchResult(BatchCounts):
     batches: int = 0
     retries: int = 0
     seconds: float = 0.0
+    #: seconds the throttler held the writes (between batches)
+    held_seconds: float = 0.0
     warning_messages: list[str] = dataclasses.field(default_factory=list)
     #: things the caller should know (a non-transactional engine, several unique keys…)
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -152,9 +155,15 @@ class BatchWriter:
         pad_last: bool = False,
         retries: int = 3,
         server: ServerInfo | None = None,
+        throttle: Throttler | None = None,
     ) -> None:
         if transaction not in ("batch", "all", "caller"):
             raise UsageError(f"transaction {transaction!r}: use batch, all or caller")
+        if throttle is not None and transaction == "all":
+            raise UsageError(
+                "throttling needs transaction=batch: one transaction reaches the replicas"
+                " whole, at its commit, however long the writes wait between batches"
+            )
         if batch_size < 1:
             raise UsageError(f"batch size {batch_size}: must be at least 1")
         self.conn = conn
@@ -168,6 +177,7 @@ class BatchWriter:
         self.key = self.table.resolve(key, "key") if key else ()
         self.update = self._update_columns(update)
         self.transaction = transaction
+        self.throttle = throttle
         self.pad_last = pad_last and on_duplicate != "fail"
         self.retries = retries if transaction == "batch" else 0
         self.max_rows = sizing.rows_per_statement(batch_size, len(self.columns))
@@ -356,11 +366,27 @@ class BatchWriter:
         with self.transaction_scope() as result:
             first_row = 0
             for index, batch in enumerate(self.batches(rows)):
+                self.wait_turn(result)
                 self.apply_batch(batch, index, first_row, result)
                 first_row += len(batch)
                 if progress is not None:
                     progress(len(batch))
         return result
+
+    def wait_turn(self, result: BatchResult) -> None:
+        """Before a batch: let the throttler hold (it polls its checks at its own interval).
+
+        A ThrottleStop (critical check, max_wait) leaves every earlier batch committed;
+        it carries ``result`` so the caller knows what was written.
+        """
+        if self.throttle is None:
+            return
+        try:
+            result.held_seconds += self.throttle.pause()
+        except ThrottleStop as stop:
+            result.held_seconds = self.throttle.held_seconds
+            stop.result = result
+            raise
 
     def apply_batch(
         self, batch: list[Row], index: int, first_row: int, result: BatchResult

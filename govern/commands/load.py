@@ -9,10 +9,11 @@ import click
 from govern.batch.load import DEFAULT_MAX_BAD, LoadReport, load_file
 from govern.batch.sizing import DEFAULT_BATCH_SIZE
 from govern.batch.sources import DEFAULT_MAX_LINE
-from govern.cli_options import Size, connection_options
+from govern.cli_options import Size, connection_options, state_option, throttle_option
 from govern.connection import ConnectionSettings, connect, connect_retrying
 from govern.output import info, print_json, warn
 from govern.progress import progress
+from govern.throttle.cli import command_throttler, held_text
 from govern.units import plural
 
 #: Bad rows printed on stderr (--json lists up to 100; all are counted).
@@ -82,6 +83,8 @@ def _columns(value: str | None) -> tuple[str, ...] | None:
     show_default="64M",
     help="A longer line is a bad row, read on in pieces and never held (e.g. 16M, 1G).",
 )
+@throttle_option
+@state_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (govern.load/1).")
 def load(
     settings: ConnectionSettings,
@@ -95,6 +98,8 @@ def load(
     transaction: str,
     max_bad: int,
     max_line: int,
+    throttle_items: tuple[str, ...],
+    state_path: str | None,
     as_json: bool,
 ) -> None:
     """Load a CSV, TSV or JSON Lines FILE into a table: insert new keys, update existing ones.
@@ -103,12 +108,15 @@ def load(
     the server, each batch committed on its own. CSV and TSV need a header line
     of column names; in JSON Lines the first object's keys are the columns. Bad
     rows are skipped and reported with their line numbers. Refuses replicas and
-    read_only servers.
+    read_only servers. With throttle checks (--throttle, the job's, or
+    govern.toml's [throttle]) it holds between batches while one holds.
 
     Exit 0 when every row was written; 1 when rows were skipped, the server
     warned, or the load stopped; 2 for a usage mistake (nothing written);
-    3 when the server failed.
+    3 when the server failed or a critical throttle check fired; 75 when the
+    throttle held longer than its max_wait.
     """
+    throttle = command_throttler(throttle_items, settings, state_path, work=f"govern load {file}")
     conn = connect(settings, command="load")
     try:
         with progress(f"loading {file} (bytes read)", None) as bar:
@@ -139,9 +147,12 @@ def load(
                 reconnect=lambda: connect_retrying(
                     settings, command="load", wait=RECONNECT_WAIT_S, say=info
                 ),
+                throttle=throttle,
             )
     finally:
         conn.close()
+        if throttle is not None:
+            throttle.close()
     if as_json:
         print_json(report.to_json())
     else:
@@ -158,6 +169,7 @@ def render_text(report: LoadReport) -> None:
         f"{report.file} -> {report.table}: {plural(r.rows, 'row')} written in {r.seconds:.2f} s"
         f"{rate}: {r.inserted:,} inserted, {r.updated:,} updated, {r.unchanged:,} unchanged;"
         f" {plural(report.bad_rows, 'bad row')} skipped; {plural(r.warnings, 'warning')}"
+        + held_text(report.throttle)
     )
 
 

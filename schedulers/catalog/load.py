@@ -14,7 +14,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from govern.connection import resolve_settings
 from govern.errors import ConfigError, GovernError
@@ -35,6 +35,9 @@ from govern.schedulers.catalog.model import (
 )
 from govern.schedulers.catalog.reader import Reader
 from govern.schedulers.cron import local_timezone, make_trigger
+
+if TYPE_CHECKING:
+    from govern.throttle.spec import ThrottleSpec
 
 
 def load_catalog(path: str | Path) -> Catalog:
@@ -105,6 +108,7 @@ def _build(r: Reader, data: Mapping[str, Any]) -> Catalog:
         rows_per_second=r.number(estimate, "rows_per_second", 100_000, "estimate", minimum=1e-9),
         history_window=r.integer(estimate, "history", 20, "estimate", minimum=1),
         lag_guard=_lag_guard(r, data.get("lag_guard")),
+        throttle=_throttle(r, data.get("throttle")),
         schedule=_schedule(r, data.get("schedule")),
         kill_grace=r.duration(data, "kill_grace", 10.0) or 0.0,
     )
@@ -311,6 +315,19 @@ def _lag_guard(r: Reader, data: Any) -> LagGuard | None:
         heartbeat_utc=r.boolean(data, "heartbeat_utc", False, "lag_guard"),
         check_interval=r.duration(data, "check_interval", 5.0, "lag_guard") or 1.0,
     )
+
+
+def _throttle(r: Reader, data: Any) -> ThrottleSpec | None:
+    """``[throttle]``: the checks every job gets (docs/throttle.md has the keys)."""
+    if data is None:
+        return None
+    from govern.throttle.spec import from_table
+
+    def fail(key: str, message: str) -> GovernError:
+        return r.fail(message, "throttle", *([key] if key else []))
+
+    spec = from_table(data, fail, base=r.path.parent, source=f"{r.path} [throttle]")
+    return spec if spec.has_checks else None
 
 
 def _schedule(r: Reader, data: Any) -> ScheduleSpec | None:

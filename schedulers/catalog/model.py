@@ -9,9 +9,12 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from govern.connection import ConnectionSettings, resolve_settings
+
+if TYPE_CHECKING:
+    from govern.throttle.spec import ThrottleSpec
 
 POLICIES = ("fifo", "sjf", "ljf", "wspt", "two-ended")
 WRAP_MODES = ("auto", "global", "threshold", "session")
@@ -31,6 +34,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "estimate",
         "schedule",
         "lag_guard",
+        "throttle",
         "primary",
         "workers",
         "jobs",
@@ -159,6 +163,8 @@ class Catalog:
     rows_per_second: float  # the guess before any history exists
     history_window: int  # how many recent successful runs per job the estimates learn from
     lag_guard: LagGuard | None
+    #: checks handed to every job ($GOVERN_THROTTLE): govern throttle wait, load, chunk
+    throttle: ThrottleSpec | None
     schedule: ScheduleSpec | None
     kill_grace: float  # after TERM, how long a job has before KILL
 

@@ -14,12 +14,12 @@ import pytest
 
 from govern.connection import connect as govern_connect
 from govern.connection import resolve_settings
-from govern.schedulers.catalog import LagGuard, load_catalog
-from govern.schedulers.lag import measure_lag
+from govern.schedulers.catalog import load_catalog
 from govern.schedulers.night import run_night
 from govern.schedulers.render import print_night
 from govern.server import detect
 from govern.state import StateStore
+from govern.throttle.lag import measure_lag
 from tests.harness import MariaDB
 from tests.schedule.support import WriteCatalog, worker_table
 
@@ -75,8 +75,7 @@ def test_lag_guard_reads_pt_heartbeat_and_keeps_jobs_off_a_lagging_replica(
     time.sleep(1.6)  # the heartbeat stopped: the replica's copy grows old, as if it lagged
     settings = resolve_settings(defaults_file=str(replica_cnf), environ={})
     conn = govern_connect(settings)
-    guard = LagGuard(max_lag=1.0, heartbeat_table=table, heartbeat_utc=False, check_interval=0.5)
-    ours = measure_lag(conn, detect(conn), guard)
+    ours = measure_lag(conn, detect(conn), table)
     check = subprocess.run(
         [
             PT_HEARTBEAT or "",
@@ -93,7 +92,7 @@ def test_lag_guard_reads_pt_heartbeat_and_keeps_jobs_off_a_lagging_replica(
         capture_output=True,
         text=True,
     )
-    again = measure_lag(conn, detect(conn), guard)
+    again = measure_lag(conn, detect(conn), table)
     conn.close()
     assert ours.source == f"pt-heartbeat {table}"
     assert ours.seconds is not None and again.seconds is not None
@@ -124,16 +123,10 @@ def test_lag_guard_falls_back_to_replica_status(
         defaults_file=str(replica.defaults_file("govern_admin")), environ={}
     )
     conn = govern_connect(settings)
-    guard = LagGuard(
-        max_lag=5.0,
-        heartbeat_table="percona.no_such_heartbeat",
-        heartbeat_utc=False,
-        check_interval=1,
-    )
-    lag = measure_lag(conn, detect(conn), guard)
+    lag = measure_lag(conn, detect(conn), "percona.no_such_heartbeat")
     while lag.seconds is None and time.monotonic() < deadline:  # the replica may still connect
         time.sleep(0.2)
-        lag = measure_lag(conn, detect(conn), guard)
+        lag = measure_lag(conn, detect(conn), "percona.no_such_heartbeat")
     conn.close()
     assert lag.source == "replica status" and lag.seconds == 0
     path = write_catalog(
