@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "recover": "govern.wrappers.cli:recover",
     "history": "govern.wrappers.cli:history",
     "load": "govern.commands.load:load",
+    "chunk": "govern.commands.chunk:chunk",
     "lint": "govern.rules.cli:lint",
     "rules": "govern.rules.cli:rules",
     "schedule": "govern.schedulers.cli:schedule",

@@ -218,6 +218,31 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX throttle_holds_by_start ON throttle_holds (started_at)
         """,
     ),
+    # Chunked writes (govern/batch/chunk_journal.py): where each walk over a primary key
+    # got to, so a second run after a crash goes on from the last committed chunk.
+    Migration(
+        "chunk_0001_walks",
+        """
+        CREATE TABLE chunk_walks (
+            id          TEXT PRIMARY KEY,
+            server      TEXT NOT NULL,
+            table_name  TEXT NOT NULL,
+            statement   TEXT NOT NULL,
+            key_columns TEXT NOT NULL,
+            end_key     TEXT,
+            last_key    TEXT,
+            in_flight   TEXT,
+            chunks      INTEGER NOT NULL DEFAULT 0,
+            rows        INTEGER NOT NULL DEFAULT 0,
+            scanned     INTEGER NOT NULL DEFAULT 0,
+            state       TEXT NOT NULL,
+            started_at  TEXT NOT NULL,
+            updated_at  TEXT NOT NULL,
+            finished_at TEXT
+        );
+        CREATE INDEX chunk_walks_by_state ON chunk_walks (state)
+        """,
+    ),
 ]
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from govern.batch.chunked import ChunkError, ChunkResult, chunked_delete, chunked_update
 from govern.batch.counts import BatchCounts
 from govern.batch.rows import Row, as_tuples
 from govern.batch.select import select_in
@@ -38,7 +39,11 @@ __all__ = [
     "BatchError",
     "BatchResult",
     "BatchWriter",
+    "ChunkError",
+    "ChunkResult",
     "RowTooLarge",
+    "chunked_delete",
+    "chunked_update",
     "insert",
     "select_in",
     "upsert",
