@@ -305,10 +305,11 @@ class _Walker:
                     " stopped: it runs again"
                 )
             return walk
-        order = ", ".join(self.columns)
+        descending = ", ".join(f"{c} DESC" for c in self.columns)
         end = query_one(
             self.conn,
-            f"SELECT {order} FROM {self.info.quoted} ORDER BY {order} DESC LIMIT 1",
+            f"SELECT {', '.join(self.columns)} FROM {self.info.quoted}"
+            f" ORDER BY {descending} LIMIT 1",
         )
         walk = Walk(identity, end_key=tuple(end) if end is not None else None)
         if journal is not None:
@@ -343,10 +344,12 @@ class _Walker:
                 throttle.pause()
             began = time.monotonic()
             upper, walked, last = self._upper(walk, width)
+            took = time.monotonic() - began  # the server's work only: the journal is local
             if journal is not None:
                 journal.in_flight(walk, upper)
+            began = time.monotonic()
             affected = self._apply(walk, upper, result)
-            took = time.monotonic() - began
+            took += time.monotonic() - began
             walk.last_key = upper
             walk.chunks += 1
             walk.rows += affected

@@ -77,8 +77,15 @@ class Link:
         self.broken()
 
 
+def address(settings: ConnectionSettings) -> str:
+    """``host:port``, or the socket path: how messages name a server (never the account)."""
+    if settings.uses_socket:
+        return settings.effective_socket or "localhost"
+    return f"{settings.host or 'localhost'}:{settings.port or DEFAULT_PORT}"
+
+
 def target_link(settings: ConnectionSettings) -> Link:
-    return Link(settings.describe(), settings)
+    return Link(address(settings), settings)
 
 
 def listed_replica(spec: str, base: ConnectionSettings | None) -> Link:
@@ -88,7 +95,7 @@ def listed_replica(spec: str, base: ConnectionSettings | None) -> Link:
         if not Path(spec).is_file():
             raise UsageError(f"replica={spec}: no such option file")
         settings = resolve_settings(defaults_file=spec)
-        return Link(settings.describe(), settings)
+        return Link(address(settings), settings)
     host, _, port_text = spec.rpartition(":") if ":" in spec else (spec, "", "")
     if not host:
         raise UsageError(f"replica={spec}: expected HOST[:PORT] or an option file")

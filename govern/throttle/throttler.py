@@ -254,7 +254,7 @@ class Throttler:
         waited = self.held_seconds
         self.close_holds()
         raise ThrottleTimeout(
-            f"held {waited:.0f} s in total, more than max_wait {self.max_wait:g} s"
+            f"held {waited:.1f} s in total, max_wait {self.max_wait:g} s reached"
             f" (last reason: {reading.reason}): stopped",
             exit_code=EXIT_TIMEOUT,
             reason=reading.reason,
