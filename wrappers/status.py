@@ -102,19 +102,21 @@ def window_json(record: RunRecord) -> dict[str, Any] | None:
     }
 
 
-def recorded_windows(state_path: str | None) -> list[dict[str, Any]]:
-    """The blind windows of every run in the state file (default location if None), as
-    ``govern history --json`` lists them; none when the file is absent.
+def recorded_history(state_path: str | None) -> dict[str, Any]:
+    """The blind windows of every run in the state file (default location if None) and every
+    throttle hold, as ``govern history --json`` lists them (``windows``, ``holds``); none
+    when the file is absent.
 
     Reading never creates a state file: a host that never ran ``govern run`` has no windows.
     """
     from govern.state import default_state_path
+    from govern.throttle.record import all_holds
 
     target = Path(state_path) if state_path else default_state_path()
     if not target.is_file():
-        return []
+        return {"windows": [], "holds": []}
     with StateStore.open(target) as store:
-        return _windows(journal.history(store))
+        return {"windows": _windows(journal.history(store)), "holds": all_holds(store)}
 
 
 def history_document(store: StateStore, records: list[RunRecord]) -> dict[str, Any]:

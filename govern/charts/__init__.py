@@ -7,10 +7,11 @@ Each function takes plain data and returns :class:`govern.html.Markup` holding o
 
 from govern.charts.bars import Bar, Pair, bar_chart, histogram, paired_bars
 from govern.charts.curves import Series, curve_chart
-from govern.charts.gantt import Marker, Task, gantt_chart
+from govern.charts.gantt import Band, Marker, Task, gantt_chart
 from govern.charts.timeseries import Window, time_chart
 
 __all__ = [
+    "Band",
     "Bar",
     "Marker",
     "Pair",

@@ -41,6 +41,15 @@ class Marker:
     label: str
 
 
+@dataclass(frozen=True)
+class Band:
+    """A shaded stretch behind every lane (e.g. the throttle holding the worker back)."""
+
+    start: float
+    end: float
+    label: str
+
+
 def gantt_chart(
     tasks: Sequence[Task],
     *,
@@ -48,6 +57,7 @@ def gantt_chart(
     lanes: Sequence[str] | None = None,
     span: float | None = None,
     markers: Sequence[Marker] = (),
+    bands: Sequence[Band] = (),
     unit: Callable[[float], str] = lambda v: units.duration(v, "spaced"),
     width: int = 900,
     lane_height: int = 26,
@@ -78,6 +88,23 @@ def gantt_chart(
                 y + lane_height / 2 + 4,
                 svg.clip_label(name, left - 12),
                 text_anchor="end",
+            )
+        )
+    for band in bands:
+        b0, b1 = x(max(band.start, 0.0)), x(min(band.end, end))
+        parts.append(
+            svg.tag(
+                "g",
+                svg.tooltip(f"{band.label}: {unit(band.start)} → {unit(band.end)}"),
+                svg.rect(
+                    b0,
+                    top,
+                    max(b1 - b0, 1.5),
+                    height - bottom - top,
+                    fill=svg.PALETTE[2],
+                    fill_opacity="0.14",
+                ),
+                class_="band",
             )
         )
     for tick in offset_ticks(end):

@@ -27,6 +27,7 @@ class Window:
     detail: str = ""
     #: the server it belongs to (``hostname:port``), when known
     server: str | None = None
+    colour: str = svg.SHADE
 
 
 #: Rows of window labels above a chart; windows on further rows keep their tooltip only.
@@ -82,7 +83,7 @@ def time_chart(
                 x0 + 2,
                 10 + 14.0 * row,
                 svg.clip_label(window.label, max(width - right - x0, 0)),
-                fill=svg.SHADE,
+                fill=window.colour,
             )
             if row < LABEL_ROWS
             else ""
@@ -96,9 +97,9 @@ def time_chart(
                     top,
                     x1 - x0,
                     height - bottom - top,
-                    fill=svg.SHADE,
+                    fill=window.colour,
                     fill_opacity="0.14",
-                    stroke=svg.SHADE,
+                    stroke=window.colour,
                     stroke_opacity="0.5",
                 ),
                 caption,

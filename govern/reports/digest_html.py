@@ -193,10 +193,12 @@ def _load(digest: Report, windows: Sequence[Window]) -> Markup:
     parts: list[object] = [
         note(
             f"Averages per {per}. Shaded: blind windows recorded by govern run, when the slow "
-            "log was off or its threshold raised — quiet there means unlogged, not idle "
-            "(runs less than a bucket apart share one area; every run is listed at the end)."
+            "log was off or its threshold raised — quiet there means unlogged, not idle — and, "
+            "in green, stretches when the throttle held batch work back (runs less than a "
+            "bucket apart share one area; every run is listed at the end)."
             if windows
-            else f"Averages per {per}. No blind windows were recorded for this time range."
+            else f"Averages per {per}. No blind windows or throttle holds were recorded for "
+            "this time range."
         ),
         time_chart(
             times,

@@ -135,10 +135,10 @@ def render_digest(
     if report.output_format == "html":
         from govern.html.page import write_page
         from govern.reports.digest_html import digest_report
-        from govern.reports.windows import chart_windows, load_windows
-        from govern.wrappers.status import recorded_windows
+        from govern.reports.windows import load_windows, windows_from_history
+        from govern.wrappers.status import recorded_history
 
-        recorded = chart_windows(recorded_windows(report.state_path), "state file")
+        recorded = windows_from_history(recorded_history(report.state_path), "state file")
         windows = recorded + load_windows(report.window_files)
         write_page(digest_report(model, windows=windows, top=top), report.output)
     elif report.output_format == "md":

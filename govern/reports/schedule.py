@@ -14,7 +14,16 @@ from datetime import datetime
 from typing import Any
 
 from govern import units
-from govern.charts import Marker, Pair, Series, Task, curve_chart, gantt_chart, paired_bars
+from govern.charts import (
+    Band,
+    Marker,
+    Pair,
+    Series,
+    Task,
+    curve_chart,
+    gantt_chart,
+    paired_bars,
+)
 from govern.html.components import Column, badge, details, figures, note, table
 from govern.html.markup import Markup, join, tag
 from govern.html.page import Page, anchor, clock
@@ -43,6 +52,8 @@ def schedule_report(
     page.add("summary", "Summary", _summary(night, summary, makespan))
     page.add("gantt", "Jobs per replica", _gantts(night, makespan))
     page.add("curve", "% of summaries done vs % of the night", _curves(night, simulation, makespan))
+    if night.get("holds"):
+        page.add("holds", "Throttle holds", _holds(night))
     page.add("estimates", "Estimate vs actual", _estimates(night))
     return page.render()
 
@@ -137,11 +148,17 @@ def _gantts(night: dict[str, Any], makespan: float) -> Markup:
                 )
             )
     workers = {w["name"]: w for w in night.get("workers") or []}
+    bands = _hold_bands(night)
     parts: list[object] = [
         note(
             "Bars are attempts, coloured by outcome (blue ok, red failed, orange timed out, purple "
             "interrupted); the grey line under a bar is where the plan expected the job. "
-            "All charts share one time scale; the dashed line is half of the night."
+            "All charts share one time scale; the dashed line is half of the night"
+            + (
+                "; green stretches are throttle holds (the lag guard, or a job's own checks)."
+                if bands
+                else "."
+            )
         )
     ]
     for worker, worker_lanes in lanes.items():
@@ -153,8 +170,9 @@ def _gantts(night: dict[str, Any], makespan: float) -> Markup:
             facts.append(
                 f"lag {units.duration(info['lag_s'], 'spaced')} ({info.get('lag_source')})"
             )
-        if info.get("waited_for_lag_s"):
-            facts.append(f"waited {units.duration(info['waited_for_lag_s'], 'spaced')} for lag")
+        waited = ((night.get("summary") or {}).get("lag_waits_s") or {}).get(worker)
+        if waited:
+            facts.append(f"held {units.duration(waited, 'spaced')} by the lag guard")
         parts.append(
             tag("h3", worker, " ", tag("span", " · ".join(f for f in facts if f), class_="note"))
         )
@@ -167,9 +185,72 @@ def _gantts(night: dict[str, Any], makespan: float) -> Markup:
                 lanes=worker_lanes,
                 span=makespan or None,
                 markers=[Marker(makespan / 2, "50%")] if makespan else (),
+                bands=bands.get(worker, ()),
             )
         )
     return join(parts)
+
+
+def _offset(night: dict[str, Any], stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    return (
+        datetime.fromisoformat(stamp) - datetime.fromisoformat(night["started_at"])
+    ).total_seconds()
+
+
+def _hold_bands(night: dict[str, Any]) -> dict[str, list[Band]]:
+    """Holds per worker, on the night's clock: the lag guard's own, and those of the jobs
+    that ran there."""
+    job_worker = {j["name"]: j.get("worker") for j in night["jobs"]}
+    bands: dict[str, list[Band]] = {}
+    for hold in night.get("holds") or []:
+        worker = hold.get("worker") or job_worker.get(hold.get("job") or "")
+        start = _offset(night, hold["started_at"])
+        if worker is None or start is None:
+            continue
+        end = _offset(night, hold.get("ended_at"))
+        who = hold.get("job") or "lag guard"
+        bands.setdefault(worker, []).append(
+            Band(start, end if end is not None else _makespan(night), f"{who}: {hold['reason']}")
+        )
+    return bands
+
+
+def _holds(night: dict[str, Any]) -> Markup:
+    rows = []
+    for hold in night["holds"]:
+        start = _offset(night, hold["started_at"])
+        rows.append(
+            [
+                hold.get("job") or f"lag guard ({hold.get('worker')})",
+                hold["check"],
+                units.duration(start, "spaced") if start is not None else "",
+                units.duration(hold["seconds"], "spaced")
+                if hold.get("seconds") is not None
+                else "still open",
+                hold["reason"],
+            ]
+        )
+    return join(
+        [
+            note(
+                "Each stretch a throttle check held: the lag guard keeping new jobs off a lagging "
+                "replica, or a job's own checks (a catalog's [throttle]). From is the time into "
+                "the night."
+            ),
+            table(
+                [
+                    Column("held"),
+                    Column("check"),
+                    Column("from", True),
+                    Column("for", True),
+                    Column("reason"),
+                ],
+                rows,
+            ),
+        ]
+    )
 
 
 def _job_tip(job: dict[str, Any], attempt: dict[str, Any]) -> str:

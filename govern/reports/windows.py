@@ -1,8 +1,10 @@
-"""Blind windows: when ``govern run`` had the slow log off (or its threshold raised).
+"""Blind windows: when ``govern run`` had the slow log off (or its threshold raised); and
+holds: when the throttle held batch work back (docs/design/throttling.md, "Holds").
 
 ``govern history --json`` (the ``govern.run.history`` document) exports them as
-``windows[]``; the digest report shades them on its load chart so a quiet stretch
-that was really a blind one is never read as a quiet server. They reach this module as that
+``windows[]`` and ``holds[]``; the digest report shades both on its load chart so a
+quiet stretch that was really a blind one is never read as a quiet server, and the
+load that made batch work wait is seen beside the wait. They reach this module as that
 plain data: reading the state store is the run feature's (govern.wrappers.status).
 """
 
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from govern.charts import Window
+from govern.charts.svg import PALETTE
 from govern.errors import UsageError
 
 
@@ -88,16 +91,51 @@ def _merge(group: list[Window]) -> Window:
     )
 
 
-def chart_windows(raws: Iterable[dict[str, Any]], source: str) -> list[Window]:
-    """``windows[]`` entries (of a saved history, or govern.wrappers.status.recorded_windows)."""
-    try:
-        return [window(raw) for raw in raws]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{source}: a blind window without a valid {exc}") from None
+#: Holds are shaded in the chart's second colour, apart from the blind windows.
+HOLD_COLOUR = PALETTE[2]
+#: Reasons a merged hold's tooltip lists (the table and history list them all).
+SHOWN_REASONS = 3
+
+
+def hold_windows(holds: Sequence[dict[str, Any]]) -> list[Window]:
+    """Throttle holds as chart windows, one per stretch of overlapping holds (the throttler
+    records one per check: a chart of each would overprint)."""
+    spans = sorted(
+        (
+            (epoch(h["started_at"]), epoch(h["ended_at"]) if h.get("ended_at") else None, h)
+            for h in holds
+        ),
+        key=lambda span: span[0],
+    )
+    merged: list[tuple[float, float | None, list[dict[str, Any]]]] = []
+    for start, end, hold in spans:
+        if merged and (merged[-1][1] is None or start <= merged[-1][1]):
+            first, last, members = merged[-1]
+            reach = None if last is None or end is None else max(last, end)
+            merged[-1] = (first, reach, [*members, hold])
+        else:
+            merged.append((start, end, [hold]))
+    found = []
+    for start, end, members in merged:
+        kinds = ", ".join(dict.fromkeys(str(h.get("check")) for h in members))
+        lines = [f"{h.get('work')}: {h.get('reason')}" for h in members[:SHOWN_REASONS]]
+        if len(members) > SHOWN_REASONS:
+            lines.append(f"and {len(members) - SHOWN_REASONS} more holds")
+        found.append(Window(start, end, f"held: {kinds}", "\n".join(lines), colour=HOLD_COLOUR))
+    return found
 
 
 def windows_from_history(document: dict[str, Any], source: str = "history") -> list[Window]:
-    return chart_windows(document.get("windows") or [], source)
+    """The ``windows[]`` and ``holds[]`` of a history document (a saved one, or
+    govern.wrappers.status.recorded_history)."""
+    try:
+        return [window(raw) for raw in document.get("windows") or []] + hold_windows(
+            document.get("holds") or []
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{source}: a blind window or hold without a valid {exc}") from None
+
+
 
 
 def load_windows(paths: Iterable[str]) -> list[Window]:

@@ -164,3 +164,54 @@ def test_a_large_digest_stays_small_and_fast() -> None:
 def test_an_empty_digest_still_makes_a_page() -> None:
     html = digest_report(Report("empty.json", "govern", 0, [], 0.0))
     assert "no timeline" in html and "nothing to show" in html and "Other classes" not in html
+
+
+def test_throttle_holds_are_shaded_beside_the_blind_windows() -> None:
+    """Holds of a saved history (``holds[]``): overlapping ones make one shaded stretch, in
+    the holds' own colour, with their reasons in the tooltip."""
+
+    def iso(epoch: float) -> str:
+        return datetime.fromtimestamp(epoch, UTC).isoformat()
+
+    base = 1_700_000_000
+    document = history(base + 600, base + 900)
+    document["holds"] = [
+        {
+            "work": "govern load a.csv",
+            "check": "lag",
+            "reason": "replica lag 9.0 s on db2:3306 > 2 s",
+            "started_at": iso(base + 3000),
+            "ended_at": iso(base + 3600),
+        },
+        {
+            "work": "govern load a.csv",
+            "check": "load",
+            "reason": "Threads_running 40 > 25 on db1",
+            "started_at": iso(base + 3300),
+            "ended_at": iso(base + 4200),
+        },
+        {
+            "work": "lag guard",
+            "check": "lag",
+            "reason": "replica lag unknown on r1",
+            "started_at": iso(base + 9000),
+            "ended_at": None,
+        },
+    ]
+    windows = windows_from_history(document)
+    assert [w.label for w in windows] == ["blind: nightly-load", "held: lag, load", "held: lag"]
+    merged = windows[1]
+    assert (merged.start, merged.end) == (base + 3000, base + 4200)
+    assert "govern load a.csv: Threads_running 40 > 25 on db1" in merged.detail
+    assert windows[2].end is None
+    html = digest_report(synthetic(3), windows=windows, top=3)
+    assert html.count('data-window="held: lag, load"') == 2  # both load charts
+    hold_shade = [
+        rect
+        for chart in svgs(html)
+        for group in chart.iter(f"{NS}g")
+        if group.get("data-window") == "held: lag, load"
+        for rect in group.iter(f"{NS}rect")
+    ]
+    assert hold_shade and all(r.get("fill") == "#009E73" for r in hold_shade)
+    assert "in green, stretches when the throttle held batch work back" in html

@@ -14,6 +14,7 @@ import pytest
 
 from govern.connection import connect as govern_connect
 from govern.connection import resolve_settings
+from govern.reports.schedule import schedule_report
 from govern.schedulers.catalog import load_catalog
 from govern.schedulers.night import run_night
 from govern.schedulers.render import print_night
@@ -113,6 +114,16 @@ def test_lag_guard_reads_pt_heartbeat_and_keeps_jobs_off_a_lagging_replica(
     workers = {w["name"]: w for w in night["workers"]}
     assert workers["replica"]["lag_source"] == f"pt-heartbeat {table}"
     assert workers["replica"]["lag_s"] > 1
+    # The lag guard is the throttler: its holds are in the night, with their reason.
+    (hold,) = [h for h in night["holds"] if h["worker"] == "replica"]
+    assert hold["check"] == "lag" and hold["work"] == "lag guard" and hold["job"] is None
+    assert hold["reason"].startswith("replica lag ") and hold["reason"].endswith(
+        f"> 1 s (pt-heartbeat {table})"
+    )
+    assert hold["seconds"] == pytest.approx(night["summary"]["lag_waits_s"]["replica"], abs=0.3)
+    page = schedule_report(night)
+    assert page.count('class="band"') == 1 and "Throttle holds" in page
+    assert "held " in page and "by the lag guard" in page
 
 
 def test_lag_guard_falls_back_to_replica_status(
