@@ -37,7 +37,7 @@ from govern.schedulers.catalog import Catalog, WorkerSpec
 from govern.schedulers.history import process_token
 from govern.schedulers.launch import ServerHandle
 from govern.server import ServerInfo, detect
-from govern.throttle.checks import Reading, ReplicaLag
+from govern.throttle.checks import Reading, ReplicaLag, trend_window
 from govern.throttle.links import Link
 from govern.throttle.throttler import Throttler
 
@@ -187,6 +187,7 @@ class ServerPool:
             guard.max_lag,
             heartbeat_table=guard.heartbeat_table,
             heartbeat_utc=guard.heartbeat_utc,
+            trend_window=trend_window(guard.check_interval),
         )
         return Throttler(
             [check], interval=guard.check_interval, name=f"lag guard {worker.spec.name}"

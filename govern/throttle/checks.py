@@ -10,15 +10,17 @@ does not hold: it stops the work (docs/design/throttling.md, "Hold and critical"
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import pymysql
 
 from govern.connection import error_text, query_one
 from govern.errors import GovernError, UsageError
-from govern.throttle.lag import DEFAULT_HEARTBEAT_TABLE, measure_lag
+from govern.throttle.lag import DEFAULT_HEARTBEAT_TABLE, LagReader, LagTrend, projected_peak
 from govern.throttle.links import Link
 
 
@@ -48,8 +50,18 @@ def _seconds(value: float) -> str:
     return f"{value:g} s" if value < 10 else f"{value:.0f} s"
 
 
+def trend_window(interval: float) -> float:
+    """Readings the lag's growth is judged over: 2 s, or three polls when they are slower."""
+    return max(2.0, 3 * interval)
+
+
 class ReplicaLag:
-    """Hold while any replica lags more than ``max_lag`` (or its lag cannot be read)."""
+    """Hold while any replica lags more than ``max_lag``, or is heading there.
+
+    Heading there: the lag grows while the work writes, and the replica's backlog would
+    carry it past the bound even if the writes stopped now (:func:`projected_peak`). An
+    unknown lag holds too.
+    """
 
     kind = "lag"
     key = "lag"
@@ -61,11 +73,14 @@ class ReplicaLag:
         *,
         heartbeat_table: str = DEFAULT_HEARTBEAT_TABLE,
         heartbeat_utc: bool = False,
+        trend_window: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.replicas = list(replicas)
         self.max_lag = max_lag
-        self.heartbeat_table = heartbeat_table
-        self.heartbeat_utc = heartbeat_utc
+        self._clock = clock
+        self._readers = {id(link): LagReader(heartbeat_table, heartbeat_utc) for link in replicas}
+        self._trends = {id(link): LagTrend(trend_window) for link in replicas}
 
     def read(self) -> Reading:
         worst: Reading | None = None
@@ -73,33 +88,48 @@ class ReplicaLag:
             reading = self._read_one(link)
             if reading.holds and reading.value is None:
                 return reading  # unknown lag: the most pressing reason
-            if worst is None or (reading.value or 0) > (worst.value or 0):
+            if worst is None or (reading.holds, reading.value or 0) > (
+                worst.holds,
+                worst.value or 0,
+            ):
                 worst = reading
         if worst is None:
             return Reading(self.key, self.kind, False, "no replica to watch", bound=self.max_lag)
         return worst
 
     def _read_one(self, link: Link) -> Reading:
+        trend = self._trends[id(link)]
         try:
             conn, info = link.connection()
-            lag = measure_lag(conn, info, self.heartbeat_table, self.heartbeat_utc)
+            lag = self._readers[id(link)].read(conn, info)
         except GovernError as exc:
+            trend.reset()
             return self._unknown(link, exc.message)
         except pymysql.err.MySQLError as exc:
             link.broken()
+            trend.reset()
             return self._unknown(link, error_text(exc))
         if lag.seconds is None:
+            trend.reset()
             return dataclasses.replace(
                 self._unknown(link, f"{lag.detail} ({lag.source})"), source=lag.source
             )
-        holds = lag.seconds > self.max_lag
-        relation = ">" if holds else "<="
+        growth = trend.add(self._clock(), lag.seconds)
+        peak = projected_peak(lag.seconds, growth)
+        bound = _seconds(self.max_lag)
+        where = f"replica lag {lag.seconds:.1f} s on {link.label}"
+        if lag.seconds > self.max_lag:
+            reason = f"{where} > {bound}"
+        elif peak > self.max_lag:
+            heading = "a replica that applies nothing" if math.isinf(peak) else f"{peak:.1f} s"
+            reason = f"{where}, growing {growth:.2f} s/s: heading for {heading} > {bound}"
+        else:
+            reason = f"{where} <= {bound}"
         return Reading(
             self.key,
             self.kind,
-            holds,
-            f"replica lag {lag.seconds:.1f} s on {link.label} {relation} {_seconds(self.max_lag)}"
-            f" ({lag.source})",
+            peak > self.max_lag,
+            f"{reason} ({lag.source})",
             value=lag.seconds,
             bound=self.max_lag,
             source=lag.source,

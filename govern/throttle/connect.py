@@ -14,7 +14,14 @@ from govern.connection import ConnectionSettings, resolve_settings
 from govern.errors import UsageError
 from govern.output import info
 from govern.state import StateStore
-from govern.throttle.checks import Check, FlagFile, QueryCheck, ReplicaLag, StatusAbove
+from govern.throttle.checks import (
+    Check,
+    FlagFile,
+    QueryCheck,
+    ReplicaLag,
+    StatusAbove,
+    trend_window,
+)
 from govern.throttle.handoff import Handoff
 from govern.throttle.links import Link, find_replicas, listed_replica, target_link
 from govern.throttle.record import HoldContext, StateHoldLog
@@ -93,6 +100,7 @@ def build_checks(
                     spec.max_lag,
                     heartbeat_table=spec.heartbeat_table,
                     heartbeat_utc=spec.heartbeat_utc,
+                    trend_window=trend_window(spec.interval),
                 )
             )
         for critical, bounds in ((False, spec.max_load), (True, spec.critical_load)):

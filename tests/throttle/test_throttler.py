@@ -12,6 +12,7 @@ import pytest
 from govern.errors import ConfigError, UsageError
 from govern.throttle import ThrottleCritical, Throttler, ThrottleTimeout
 from govern.throttle.checks import FlagFile, Reading, read_only_query
+from govern.throttle.lag import LagTrend, projected_peak
 from govern.throttle.spec import ThrottleSpec, config_spec, parse_items
 from govern.throttle.throttler import EXIT_CRITICAL, EXIT_TIMEOUT, Hold
 
@@ -219,3 +220,21 @@ def test_the_nearest_config_file_gives_the_checks_with_file_and_line(
         config_spec()
     assert error.value.message.startswith(f"{project / 'jobs' / 'govern.toml'}:3: unknown key")
     assert "did you mean 'max_wait'?" in error.value.message
+
+
+def test_a_growing_lag_is_projected_to_where_the_backlog_takes_it() -> None:
+    """A replica applying 60% as fast as the work writes: 1.2 s of lag becomes 2 s once the
+    writes stop, so a 2 s bound holds at 1.2 s, not at 2 s (then 3.3 s)."""
+    trend = LagTrend(window=2.0)
+    growth = 0.0
+    for step in range(9):  # every 0.5 s, the lag grows 0.2 s
+        growth = trend.add(step * 0.5, 0.4 * step * 0.5)
+    assert growth == pytest.approx(0.4)
+    assert projected_peak(1.2, growth) == pytest.approx(2.0)
+    assert projected_peak(2.0, growth) == pytest.approx(3.333, abs=0.001)
+    assert projected_peak(1.5, -0.8) == 1.5  # falling: the lag is what it is
+    assert projected_peak(0.3, 1.0) == float("inf")  # applying nothing
+    fresh = LagTrend(window=2.0)
+    assert fresh.add(0.0, 0.0) == 0 and fresh.add(0.5, 1.0) == 0  # too short a span to judge
+    trend.reset()
+    assert trend.add(10.0, 5.0) == 0
