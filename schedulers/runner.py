@@ -2,9 +2,10 @@
 
 Whenever a lane is free it takes the job the policy picks among the ready ones
 (the same :class:`Dispatcher` the plan simulated), unless the lag guard (a
-:class:`govern.throttle.Throttler` per replica) holds its replica back. A failed job does not stop the others: it is retried after
-``retry_delay`` up to ``retries`` times, and only the jobs that depend on it are
-skipped. A job past its ``timeout`` gets TERM, then KILL after ``kill_grace``.
+:class:`govern.throttle.Throttler` per replica) holds its replica back. A failed
+job does not stop the others: it is retried after ``retry_delay`` up to
+``retries`` times, and only the jobs that depend on it are skipped. A job past
+its ``timeout`` gets TERM, then KILL after ``kill_grace``.
 
 Stopping (Ctrl-C, SIGTERM, the service shutting down) starts nothing new; running
 jobs get ``grace`` seconds to finish, then TERM. Every attempt's output goes to

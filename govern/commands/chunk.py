@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from govern.cli_options import connection_options, state_option, throttle_option
+from govern.cli_options import Duration, connection_options, state_option, throttle_option
 from govern.connection import ConnectionSettings
 
 
@@ -16,9 +16,9 @@ from govern.connection import ConnectionSettings
 @click.argument("statement")
 @click.option(
     "--target-time",
+    type=Duration(),
     default="0.5s",
     show_default=True,
-    metavar="DURATION",
     help="How long each chunk should take; the key range per chunk follows the measured times.",
 )
 @throttle_option
@@ -27,7 +27,7 @@ from govern.connection import ConnectionSettings
 def chunk(
     settings: ConnectionSettings,
     statement: str,
-    target_time: str,
+    target_time: float,
     throttle_items: tuple[str, ...],
     state_path: str | None,
     as_json: bool,
@@ -46,20 +46,16 @@ def chunk(
     2 for a usage mistake; 3 when the server failed or a critical check fired;
     75 when the throttle held longer than its max_wait.
     """
+    from govern import units
     from govern.batch.chunk_sql import parse_statement
     from govern.batch.chunked import ChunkResult, chunked_delete, chunked_update
     from govern.connection import connect
-    from govern.errors import GovernError, UsageError
+    from govern.errors import GovernError
     from govern.output import info, print_json, warn
     from govern.progress import progress
-    from govern.schedulers.catalog import parse_duration
     from govern.state import StateStore
     from govern.throttle.cli import command_throttler, held_text
 
-    try:
-        target = parse_duration(target_time)
-    except ValueError as exc:
-        raise UsageError(f"--target-time: {exc}") from None
     parsed = parse_statement(statement)
     # No parameters are bound from the command line: a literal % stays a %.
     set_text = parsed.set.replace("%", "%%") if parsed.set else None
@@ -91,7 +87,7 @@ def chunk(
             )
             try:
                 result = walk(
-                    target_seconds=target, throttle=throttle, state=store, progress=advance
+                    target_seconds=target_time, throttle=throttle, state=store, progress=advance
                 )
             except GovernError as exc:  # a failed chunk or a throttle stop: what was done is kept
                 error = exc
@@ -110,8 +106,8 @@ def chunk(
         rate = f" ({result.rows / result.seconds:,.0f} rows/s)" if result.seconds > 0 else ""
         click.echo(
             f"{result.table}: {result.rows:,} rows {verb} in {result.chunks:,} chunks"
-            f" ({result.scanned:,} keys walked) in {result.seconds:.2f} s{rate}"
-            + held_text(result.throttle)
+            f" ({result.scanned:,} keys walked) in {units.duration(result.seconds, 'spaced')}"
+            f"{rate}" + held_text(result.throttle)
         )
     for note in result.notes:
         info(note)

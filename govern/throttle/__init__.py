@@ -65,10 +65,12 @@ def job_throttler(
     settings: ConnectionSettings | None = None,
     state: str | os.PathLike[str] | None = None,
     work: str = "govern.throttle",
+    where: str = "--throttle",
 ) -> Throttler:
     """A throttler for a job's own loop: the given checks, else the job's (``$GOVERN_THROTTLE``),
-    else the config file's; UsageError when there are none."""
-    spec = checks if isinstance(checks, ThrottleSpec) else choose_spec(checks)
+    else the config file's; UsageError when there are none. ``where`` names the checks'
+    origin in errors."""
+    spec = checks if isinstance(checks, ThrottleSpec) else choose_spec(checks, where)
     if spec is None or not spec.has_checks:
         raise UsageError(
             "no throttle checks: give some (max_lag=2s …), run under govern run --throttle,"
@@ -89,6 +91,8 @@ def wait(
 
     Raises ThrottleCritical (exit 3) or ThrottleTimeout (exit 75, after ``max_wait``).
     """
-    with job_throttler(checks, settings=settings, state=state, work="govern throttle wait") as t:
+    with job_throttler(
+        checks, settings=settings, state=state, work="govern throttle wait", where=""
+    ) as t:
         waited = t.pause()
         return WaitResult(waited, list(t.holds))

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import pymysql
 
+from govern import units
 from govern.connection import error_text, query_one
 from govern.errors import GovernError, UsageError
 from govern.throttle.lag import DEFAULT_HEARTBEAT_TABLE, LagReader, LagTrend, projected_peak
@@ -47,7 +48,7 @@ class Check(Protocol):
 
 
 def _seconds(value: float) -> str:
-    return f"{value:g} s" if value < 10 else f"{value:.0f} s"
+    return units.duration(value, "spaced")
 
 
 def trend_window(interval: float) -> float:
@@ -117,11 +118,11 @@ class ReplicaLag:
         growth = trend.add(self._clock(), lag.seconds)
         peak = projected_peak(lag.seconds, growth)
         bound = _seconds(self.max_lag)
-        where = f"replica lag {lag.seconds:.1f} s on {link.label}"
+        where = f"replica lag {_seconds(lag.seconds)} on {link.label}"
         if lag.seconds > self.max_lag:
             reason = f"{where} > {bound}"
         elif peak > self.max_lag:
-            heading = "a replica that applies nothing" if math.isinf(peak) else f"{peak:.1f} s"
+            heading = "a replica that applies nothing" if math.isinf(peak) else _seconds(peak)
             reason = f"{where}, growing {growth:.2f} s/s: heading for {heading} > {bound}"
         else:
             reason = f"{where} <= {bound}"

@@ -37,11 +37,16 @@ def command_throttler(
 
 
 def held_text(summary: dict[str, Any] | None) -> str:
-    """``; held 12.3 s (lag 10.0 s, load 2.3 s)`` for a command's summary line, or ''."""
+    """``; held 12.3 s (lag 10.0 s, load 2.30 s)`` for a command's summary line, or ''."""
     if not summary or not summary.get("holds"):
         return ""
-    reasons = ", ".join(f"{kind} {seconds:.1f} s" for kind, seconds in summary["by_check"].items())
-    return f"; held {summary['held_s']:.1f} s ({reasons})"
+    from govern import units
+
+    reasons = ", ".join(
+        f"{kind} {units.duration(seconds, 'spaced')}"
+        for kind, seconds in summary["by_check"].items()
+    )
+    return f"; held {units.duration(summary['held_s'], 'spaced')} ({reasons})"
 
 
 @click.group()
@@ -79,7 +84,9 @@ def wait(
     from govern.throttle.connect import job_settings
 
     given = settings if connection_options_given(ctx) else (job_settings() or settings)
-    throttler = job_throttler(checks, settings=given, state=state_path, work="govern throttle wait")
+    throttler = job_throttler(
+        checks, settings=given, state=state_path, work="govern throttle wait", where=""
+    )
     stopped: ThrottleStop | None = None
     try:
         waited = throttler.pause()

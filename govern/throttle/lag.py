@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from govern import units
 from govern.connection import Connection, query_all, query_one
 from govern.server import ReplicaStatus, ServerInfo, read_replica_status
 
@@ -33,7 +34,7 @@ class Lag:
         """``12.0 s (pt-heartbeat percona.heartbeat)`` or ``unknown: replication is stopped``."""
         if self.seconds is None:
             return f"unknown: {self.detail or 'no figure'} ({self.source})"
-        return f"{self.seconds:.1f} s ({self.source})"
+        return f"{units.duration(self.seconds, 'spaced')} ({self.source})"
 
 
 def heartbeat_columns(conn: Connection, table: str) -> set[str]:

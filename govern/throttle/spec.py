@@ -33,6 +33,7 @@ from typing import Any
 from govern.errors import ConfigError, GovernError, UsageError
 from govern.throttle.lag import DEFAULT_HEARTBEAT_TABLE
 from govern.throttle.throttler import DEFAULT_INTERVAL
+from govern.units import parse_duration
 
 KEYS = (
     "max_lag",
@@ -128,24 +129,26 @@ class ThrottleSpec:
 
 
 def parse_items(items: Iterable[str], where: str = "--throttle") -> ThrottleSpec:
-    """Checks given as ``KEY=VALUE`` texts (``--throttle``, ``govern throttle wait``)."""
+    """Checks given as ``KEY=VALUE`` texts (``--throttle``; ``govern throttle wait``'s
+    arguments, with ``where=""``): errors name the item."""
     values: dict[str, list[Any]] = {}
     given = list(items)
+    prefix = f"{where} " if where else ""
     for item in given:
         key, equals, value = item.partition("=")
         name = _key(key)
         if not equals or not value.strip():
-            raise UsageError(f"{where} {item!r}: expected KEY=VALUE (e.g. max_lag=2s)")
+            raise UsageError(f"{prefix}{item!r}: expected KEY=VALUE (e.g. max_lag=2s)")
         if name not in KEYS:
-            raise UsageError(f"{where} {item!r}: unknown check {key!r}{_suggest(key)}")
+            raise UsageError(f"{prefix}{item!r}: unknown check {key!r}{_suggest(key)}")
         if name in values and name not in _REPEATED:
-            raise UsageError(f"{where} {item!r}: {name} is given twice")
+            raise UsageError(f"{prefix}{item!r}: {name} is given twice")
         values.setdefault(name, []).append(value.strip())
 
     def fail(key: str, message: str) -> GovernError:
-        return UsageError(f"{where} {key}: {message}")
+        return UsageError(f"{prefix}{key}: {message}")
 
-    return _build(values, fail, base=Path.cwd(), source=f"{where} {' '.join(given)}")
+    return _build(values, fail, base=Path.cwd(), source=f"{prefix}{' '.join(given)}")
 
 
 def from_table(
@@ -194,8 +197,6 @@ def _build(
         value = one(key)
         if value is None:
             return None
-        from govern.schedulers.catalog import parse_duration
-
         try:
             seconds = parse_duration(value)
         except ValueError as exc:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from govern import units
 from govern.errors import EXIT_SERVER, GovernError
 from govern.throttle.checks import Check, Reading
 
@@ -67,8 +69,7 @@ class Hold:
 
 
 def utc_iso(epoch: float) -> str:
-    from datetime import UTC, datetime
-
+    """Epoch seconds as the state store writes times: ISO 8601 UTC with microseconds."""
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="microseconds")
 
 
@@ -181,7 +182,7 @@ class Throttler:
             held = now - self._held_since
             self._held_total += held
             self._held_since = None
-            self._say(f"going on after holding {held:.1f} s")
+            self._say(f"going on after holding {units.duration(held, 'spaced')}")
         self._holding = holding
         return self.holding
 
@@ -254,7 +255,8 @@ class Throttler:
         waited = self.held_seconds
         self.close_holds()
         raise ThrottleTimeout(
-            f"held {waited:.1f} s in total, max_wait {self.max_wait:g} s reached"
+            f"held {units.duration(waited, 'spaced')} in total, max_wait"
+            f" {units.duration(self.max_wait, 'spaced')} reached"
             f" (last reason: {reading.reason}): stopped",
             exit_code=EXIT_TIMEOUT,
             reason=reading.reason,

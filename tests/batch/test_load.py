@@ -267,7 +267,7 @@ def test_json_report_contract(server: MariaDB, db: Any, tmp_path: Path) -> None:
         "updated": int, "unchanged": int, "bad_rows": int, "bad_row_samples": list,
         "warnings": int, "warning_messages": list, "statements": int, "retries": int,
         "notes": list, "seconds": float, "rows_per_second": int, "complete": bool,
-        "error": type(None), "exit_code": int,
+        "error": type(None), "exit_code": int, "throttle": type(None),
     }  # fmt: skip
     assert set(doc) == {"schema", "schema_version", *expected}
     for field, kind in expected.items():

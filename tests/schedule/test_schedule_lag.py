@@ -118,7 +118,7 @@ def test_lag_guard_reads_pt_heartbeat_and_keeps_jobs_off_a_lagging_replica(
     (hold,) = [h for h in night["holds"] if h["worker"] == "replica"]
     assert hold["check"] == "lag" and hold["work"] == "lag guard" and hold["job"] is None
     assert hold["reason"].startswith("replica lag ") and hold["reason"].endswith(
-        f"> 1 s (pt-heartbeat {table})"
+        f"> 1.00 s (pt-heartbeat {table})"
     )
     assert hold["seconds"] == pytest.approx(night["summary"]["lag_waits_s"]["replica"], abs=0.3)
     page = schedule_report(night)

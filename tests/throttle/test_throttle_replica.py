@@ -208,7 +208,7 @@ def test_chunked_delete_holds_on_pt_heartbeat_lag_and_deletes_each_row_once(
     holds = [h for h in (result.throttle or {})["holds"] if h["check"] == "lag"]
     assert holds, "the walk never held"
     hold = holds[0]
-    assert hold["reason"].endswith(f"> 1 s (pt-heartbeat {table})") and hold["value"] > 1
+    assert hold["reason"].endswith(f"> 1.00 s (pt-heartbeat {table})") and hold["value"] > 1
     started = _epoch(hold["started_at"])
     assert stopped_at[0] < started < restarted_at[0]  # held after the stop, before the restart
     assert _epoch(hold["ended_at"]) > restarted_at[0]  # and until replication went on

@@ -61,7 +61,7 @@ def test_throttle_wait_exit_codes_and_document(server: MariaDB, tmp_path: Path) 
     )
     assert held.returncode == 75
     assert re.search(rf"holding: Threads_running \d+ > 0 on 127.0.0.1:{server.port}\n", held.stderr)
-    assert "max_wait 1 s reached" in held.stderr
+    assert "max_wait 1.00 s reached" in held.stderr
     critical = govern(
         "throttle",
         "wait",
@@ -295,3 +295,44 @@ def test_a_bad_catalog_throttle_is_a_file_line_error(tmp_path: Path, server: Mar
     with pytest.raises(Exception) as error:
         load_catalog(path)
     assert str(error.value) == (f"{path}:3: expected STATUS_VARIABLE=NUMBER, got 'Threads_running'")
+
+
+def test_a_lag_poll_is_one_statement_once_the_heartbeat_is_known(
+    server: MariaDB, replica: MariaDB, connect: Any, admin_settings: Any
+) -> None:
+    """The heartbeat table's shape and the source's server_id are read once; each later poll
+    sends one SELECT (counted by the replica session's own Questions)."""
+    from govern.connection import connect as govern_connect
+    from govern.server import detect
+    from govern.throttle.lag import LagReader
+
+    with connect("root").cursor() as cur:
+        cur.execute("CREATE DATABASE IF NOT EXISTS percona")
+        cur.execute(
+            "CREATE TABLE IF NOT EXISTS percona.hb_polls (server_id INT PRIMARY KEY, ts VARCHAR(26))"
+        )
+        cur.execute(
+            "REPLACE INTO percona.hb_polls VALUES (1, DATE_FORMAT(NOW(6), '%Y-%m-%dT%H:%i:%s.%f'))"
+        )
+    caught_up(server, replica)
+    conn = govern_connect(
+        resolve_settings(defaults_file=str(replica.defaults_file("govern_admin")), environ={})
+    )
+    info = detect(conn)
+    reader = LagReader("percona.hb_polls")
+
+    def questions() -> int:
+        with conn.cursor() as cur:
+            cur.execute("SHOW SESSION STATUS LIKE 'Questions'")
+            return int(cur.fetchone()[1])
+
+    before = questions()
+    first = reader.read(conn, info)
+    after_first = questions()
+    for _ in range(10):
+        lag = reader.read(conn, info)
+    after_ten = questions()
+    conn.close()
+    assert first.source == "pt-heartbeat percona.hb_polls" and lag.seconds is not None
+    assert after_first - before - 1 == 3  # columns, replica status, the row (minus SHOW STATUS)
+    assert after_ten - after_first - 1 == 10  # one statement a poll
