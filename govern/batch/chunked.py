@@ -57,7 +57,8 @@ class ChunkResult:
     action: str
     key: tuple[str, ...]
     target_seconds: float
-    rows: int = 0  # rows the statements affected (deleted, or changed)
+    rows: int = 0  # rows the statements affected (deleted, or changed), earlier runs included
+    rows_before: int = 0  # of which the earlier runs of a resumed change
     chunks: int = 0
     scanned: int = 0  # keys walked
     retries: int = 0
@@ -71,6 +72,11 @@ class ChunkResult:
     stopped: str | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
     throttle: dict[str, Any] | None = None
+
+    @property
+    def rate(self) -> float | None:
+        """This run's rows per second of chunk time."""
+        return (self.rows - self.rows_before) / self.seconds if self.seconds > 0 else None
 
     def to_json(self) -> dict[str, Any]:
         times = self.chunk_times
@@ -87,7 +93,7 @@ class ChunkResult:
             "seconds": round(self.seconds, 3),
             "elapsed_s": round(self.elapsed, 3),
             "held_s": round(self.held_seconds, 3),
-            "rows_per_second": round(self.rows / self.seconds) if self.seconds > 0 else None,
+            "rows_per_second": None if self.rate is None else round(self.rate),
             "target_chunk_s": self.target_seconds,
             "chunk_s": {
                 "median": round(statistics.median(times), 4) if times else None,
@@ -218,27 +224,25 @@ class _Walker:
             else f"UPDATE {self.info.quoted} SET {set_clause}"
         )
         self.statement = f"{head} WHERE {condition}"
+        table = self.info.quoted
+        #: per "is there a last key": the chunk's statement, its upper-key query, its count
+        self._texts: dict[bool, tuple[str, str, str]] = {}
+        for after in (False, True):
+            keys = self._range(after)
+            self._texts[after] = (
+                f"{self.statement} AND {keys}",
+                f"SELECT {order} FROM {table} WHERE {keys} ORDER BY {order} LIMIT 1 OFFSET %s",
+                f"SELECT COUNT(*) FROM {table} WHERE {keys}",
+            )
+
+    def _range(self, after: bool) -> str:
+        """``key <= upper``, with ``key > last`` in front once there is a last key."""
         width = len(self.columns)
-        self._first = f"{self.statement} AND {_compare(self.columns, '<=', width)}"
-        self._next = (
-            f"{self.statement} AND {_compare(self.columns, '>', width)}"
-            f" AND {_compare(self.columns, '<=', width)}"
-        )
-        self._bound_first = (
-            f"SELECT {order} FROM {self.info.quoted} WHERE {_compare(self.columns, '<=', width)}"
-            f" ORDER BY {order} LIMIT 1 OFFSET %s"
-        )
-        self._bound_next = (
-            f"SELECT {order} FROM {self.info.quoted} WHERE {_compare(self.columns, '>', width)}"
-            f" AND {_compare(self.columns, '<=', width)} ORDER BY {order} LIMIT 1 OFFSET %s"
-        )
-        self._count_next = (
-            f"SELECT COUNT(*) FROM {self.info.quoted} WHERE {_compare(self.columns, '>', width)}"
-            f" AND {_compare(self.columns, '<=', width)}"
-        )
-        self._count_first = (
-            f"SELECT COUNT(*) FROM {self.info.quoted} WHERE {_compare(self.columns, '<=', width)}"
-        )
+        upto = _compare(self.columns, "<=", width)
+        return f"{_compare(self.columns, '>', width)} AND {upto}" if after else upto
+
+    def _bounds(self, last: Key | None, upper: Key) -> list[Any]:
+        return [*(_compare_params(last) if last is not None else []), *_compare_params(upper)]
 
     # --- the walk ---------------------------------------------------------------------
     def run(
@@ -294,6 +298,7 @@ class _Walker:
             journal.resume(walk)
             result.resumed = True
             result.rows, result.chunks, result.scanned = walk.rows, walk.chunks, walk.scanned
+            result.rows_before = walk.rows
             after = "the start" if walk.last_key is None else f"key {_show(walk.last_key)}"
             result.notes.append(
                 f"resuming an unfinished run of this change after {after}"
@@ -372,21 +377,18 @@ class _Walker:
         server only: a collation may order strings unlike Python."""
         end = walk.end_key
         assert end is not None
-        bounds = [] if walk.last_key is None else _compare_params(walk.last_key)
-        bounds += _compare_params(end)
-        text = self._bound_first if walk.last_key is None else self._bound_next
-        row = query_one(self.conn, text, (*bounds, width - 1))
+        bounds = self._bounds(walk.last_key, end)
+        _, upper_text, count_text = self._texts[walk.last_key is not None]
+        row = query_one(self.conn, upper_text, (*bounds, width - 1))
         if row is not None:
             return tuple(row), width, tuple(row) == end
-        count_text = self._count_first if walk.last_key is None else self._count_next
         counted = query_one(self.conn, count_text, bounds)
         return end, int(counted[0]) if counted else 0, True
 
     def _apply(self, walk: Walk, upper: Key, result: ChunkResult) -> int:
         """One chunk in its own transaction, retried on deadlock or lock wait timeout."""
-        bounds = [] if walk.last_key is None else _compare_params(walk.last_key)
-        bounds += _compare_params(upper)
-        text = self._first if walk.last_key is None else self._next
+        bounds = self._bounds(walk.last_key, upper)
+        text = self._texts[walk.last_key is not None][0]
         for attempt in range(4):
             try:
                 self.conn.begin()

@@ -51,7 +51,7 @@ def chunk(
     from govern.batch.chunked import ChunkResult, chunked_delete, chunked_update
     from govern.connection import connect
     from govern.errors import GovernError
-    from govern.output import info, print_json, warn
+    from govern.output import info, print_json
     from govern.progress import progress
     from govern.state import StateStore
     from govern.throttle.cli import command_throttler, held_text
@@ -103,7 +103,7 @@ def chunk(
         print_json({**result.to_json(), "error": error.message if error else None})
     else:
         verb = "deleted" if result.action == "delete" else "changed"
-        rate = f" ({result.rows / result.seconds:,.0f} rows/s)" if result.seconds > 0 else ""
+        rate = f" ({result.rate:,.0f} rows/s)" if result.rate is not None else ""
         click.echo(
             f"{result.table}: {result.rows:,} rows {verb} in {result.chunks:,} chunks"
             f" ({result.scanned:,} keys walked) in {units.duration(result.seconds, 'spaced')}"
@@ -114,6 +114,3 @@ def chunk(
     if error is not None:
         click.echo(f"govern: error: {error.message}", err=True)
         sys.exit(error.exit_code)
-    if not result.complete:
-        warn("the change stopped before the end of the table")
-        sys.exit(1)

@@ -110,7 +110,7 @@ def listed_replica(spec: str, base: ConnectionSettings | None) -> Link:
 
 def _replica_at(base: ConnectionSettings, host: str, port: int) -> Link:
     # "localhost" would mean the local socket, i.e. not that replica's port.
-    host = "127.0.0.1" if host in ("", "localhost") else host
+    host = "127.0.0.1" if host == "localhost" else host
     settings = dataclasses.replace(base, host=host, port=port, socket=None)
     return Link(f"{host}:{port}", settings)
 
@@ -146,8 +146,13 @@ def find_replicas(target: Link) -> list[Link]:
         port = int(row.get("Port") or own_port)
         if not host and dump_hosts:
             host = dump_hosts.pop(0)
-        address = (host or "127.0.0.1", port)
-        if address not in seen:
-            seen.add(address)
-            links.append(_replica_at(target.settings, *address))
+        if not host:
+            raise ServerError(
+                f"replica server_id {row.get('Server_id')} of {target.label} reports no host"
+                " (report_host) and is not in the processlist: list the replicas with"
+                " replica=HOST:PORT"
+            )
+        if (host, port) not in seen:
+            seen.add((host, port))
+            links.append(_replica_at(target.settings, host, port))
     return links

@@ -57,7 +57,7 @@ CONFIG_NAMES = ("govern.toml", "pyproject.toml")
 
 @dataclasses.dataclass(frozen=True)
 class ThrottleSpec:
-    """The checks and their settings, validated; ``source`` says where they were read."""
+    """The checks and their settings, validated."""
 
     max_lag: float | None = None
     replicas: tuple[str, ...] = ()
@@ -70,7 +70,6 @@ class ThrottleSpec:
     critical_flag_file: str | None = None
     interval: float = DEFAULT_INTERVAL
     max_wait: float | None = None
-    source: str = ""
 
     @property
     def has_checks(self) -> bool:
@@ -148,12 +147,10 @@ def parse_items(items: Iterable[str], where: str = "--throttle") -> ThrottleSpec
     def fail(key: str, message: str) -> GovernError:
         return UsageError(f"{prefix}{key}: {message}")
 
-    return _build(values, fail, base=Path.cwd(), source=f"{prefix}{' '.join(given)}")
+    return _build(values, fail, base=Path.cwd())
 
 
-def from_table(
-    data: Any, fail: Callable[[str, str], GovernError], *, base: Path, source: str
-) -> ThrottleSpec:
+def from_table(data: Any, fail: Callable[[str, str], GovernError], *, base: Path) -> ThrottleSpec:
     """A ``[throttle]`` TOML table; ``fail(key, message)`` makes the ``file:line`` error."""
     if not isinstance(data, Mapping):
         raise fail("", "[throttle] must be a table")
@@ -168,7 +165,7 @@ def from_table(
             values[name] = list(value)
         else:
             values[name] = [value]
-    return _build(values, fail, base=base, source=source)
+    return _build(values, fail, base=base)
 
 
 def _key(text: str) -> str:
@@ -188,7 +185,6 @@ def _build(
     fail: Callable[[str, str], GovernError],
     *,
     base: Path,
-    source: str,
 ) -> ThrottleSpec:
     def one(key: str) -> Any:
         return values[key][0] if key in values else None
@@ -271,7 +267,6 @@ def _build(
         critical_flag_file=path("critical_flag_file"),
         interval=DEFAULT_INTERVAL if interval is None else interval,
         max_wait=duration("max_wait"),
-        source=source,
     )
 
 
@@ -305,11 +300,11 @@ def _read_config(path: Path) -> ThrottleSpec | None:
             return None
         data, prefix = tool["govern"], ("tool", "govern")
     if "throttle" not in data:
-        return ThrottleSpec(source=str(path))
+        return ThrottleSpec()
     lines = key_lines(text)
 
     def fail(key: str, message: str) -> GovernError:
         where = (*prefix, "throttle", key) if key else (*prefix, "throttle")
         return ConfigError(f"{path}:{line_of(lines, *where)}: {message}")
 
-    return from_table(data["throttle"], fail, base=path.parent, source=str(path))
+    return from_table(data["throttle"], fail, base=path.parent)

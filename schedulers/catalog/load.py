@@ -326,7 +326,7 @@ def _throttle(r: Reader, data: Any) -> ThrottleSpec | None:
     def fail(key: str, message: str) -> GovernError:
         return r.fail(message, "throttle", *([key] if key else []))
 
-    spec = from_table(data, fail, base=r.path.parent, source=f"{r.path} [throttle]")
+    spec = from_table(data, fail, base=r.path.parent)
     return spec if spec.has_checks else None
 
 
