@@ -148,6 +148,9 @@ def test_every_contract_is_kept_by_a_document_govern_prints(
         cur.execute(
             "CREATE TABLE app.contract_sales (day DATE, shop INT, sales INT, PRIMARY KEY (day, shop))"
         )
+        cur.execute("DROP TABLE IF EXISTS app.contract_events")
+        cur.execute("CREATE TABLE app.contract_events (id INT PRIMARY KEY, old BOOL)")
+        cur.execute("INSERT INTO app.contract_events VALUES (1, 1), (2, 0), (3, 1)")
     conn.close()
     csv = tmp_path / "sales.csv"
     csv.write_text("day,shop,sales\n2026-11-21,1,10\n2026-11-21,2,oops\n", encoding="utf-8")
@@ -162,6 +165,12 @@ def test_every_contract_is_kept_by_a_document_govern_prints(
     documents = [
         printed("doctor", "--defaults-file", str(admin), "--json", exit_codes=(0, 1)),
         printed(*load, "--defaults-file", str(app), "--json", exit_codes=(1,)),
+        printed(
+            *("chunk", "DELETE FROM app.contract_events WHERE old", "--state", state),
+            *("--throttle", "max_load=Threads_running=100000"),
+            *("--defaults-file", str(app), "--json"),
+        ),
+        printed("throttle", "wait", "flag_file=/nonexistent", "--state", state, "--json"),
         printed("lint", "--format", "json", "examples/sql", cwd=REPO, exit_codes=(1,)),
         printed("lint", "--format", "sarif", "examples/sql", cwd=REPO, exit_codes=(1,)),
         printed("rules", "--format", "json"),
