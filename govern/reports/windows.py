@@ -136,8 +136,6 @@ def windows_from_history(document: dict[str, Any], source: str = "history") -> l
         raise UsageError(f"{source}: a blind window or hold without a valid {exc}") from None
 
 
-
-
 def load_windows(paths: Iterable[str]) -> list[Window]:
     """Windows from saved ``govern history --json`` files (e.g. from the database host)."""
     found: list[Window] = []

@@ -286,7 +286,7 @@ def config_spec(directory: Path | None = None) -> ThrottleSpec | None:
 
 
 def _read_config(path: Path) -> ThrottleSpec | None:
-    from govern.schedulers.tomllines import key_lines, line_of
+    from govern.tomllines import key_lines, line_of
 
     try:
         text = path.read_text(encoding="utf-8")

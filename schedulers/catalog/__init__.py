@@ -3,7 +3,8 @@
 * :mod:`~govern.schedulers.catalog.model`: what a catalog holds (frozen dataclasses);
 * :mod:`~govern.schedulers.catalog.load`: the file read and checked, one ``file:line`` error;
 * :mod:`~govern.schedulers.catalog.reader`: typed access to the TOML that words those errors;
-* :mod:`~govern.schedulers.catalog.tomllines`: the line each TOML key is on;
+* :mod:`govern.tomllines` (core, shared with the throttle's ``[throttle]`` tables): the line
+  each TOML key is on;
 * :mod:`~govern.schedulers.catalog.cycles`: dependency cycles.
 """
 

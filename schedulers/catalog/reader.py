@@ -9,7 +9,7 @@ from typing import Any
 
 from govern.errors import ConfigError
 from govern.schedulers.catalog.model import KEYS
-from govern.schedulers.catalog.tomllines import key_lines, line_of
+from govern.tomllines import key_lines, line_of
 from govern.units import parse_duration
 
 

@@ -26,7 +26,9 @@ from tests.paths import REPO
 LAYERS = ("core", "features", "reports", "commands")
 
 #: govern.<name>: the feature packages, and doctor (the library of `govern doctor`).
-FEATURES = frozenset({"digest", "batch", "wrappers", "schedulers", "rules", "doctor", "collect"})
+FEATURES = frozenset(
+    {"digest", "batch", "wrappers", "schedulers", "rules", "doctor", "collect", "throttle"}
+)
 REPORTS = frozenset({"reports", "html", "charts"})
 COMMANDS = frozenset({"cli", "cli_options", "commands", "__main__"})
 
@@ -36,9 +38,16 @@ ALLOWED = {
     ("rules", "govern.digest.classes"): "the digest rules read classes through its protocol",
     ("reports", "digest"): "renderers read the report model; digest_run drives the digest",
     ("govern.reports.digest_run", "rules"): "digest -> rules -> render applies the digest rules",
-    ("govern.reports.digest_run", "wrappers"): "the run feature hands its blind windows as data",
+    ("govern.reports.digest_run", "wrappers"): "the run feature hands its blind windows and holds",
     ("collect", "digest"): "the collector feeds the digest engines and writes digest documents",
     ("doctor", "govern.collect.readiness"): "doctor says whether collect's sources are readable",
+    ("throttle", "govern.rules.sql.split"): "a query check is proven one read-only SELECT by the "
+    "rules' SQL splitter (so the throttle is a feature, not core)",
+    ("govern.batch.chunk_sql", "rules"): "govern chunk takes its statement apart on the tokens "
+    "of the rules' SQL lexer, never regenerating the user's text",
+    ("batch", "throttle"): "the writer, load and chunked writes wait their turn on the throttle",
+    ("schedulers", "throttle"): "the lag guard and [throttle] are the throttle's checks and holds",
+    ("wrappers", "throttle"): "govern run --throttle hands the job its checks; history its holds",
 }
 
 
@@ -188,6 +197,8 @@ def test_every_allowed_edge_is_used() -> None:
         ("govern.units", ("core", "units")),
         ("govern.schedulers.catalog.model", ("features", "schedulers")),
         ("govern.doctor", ("features", "doctor")),
+        ("govern.throttle.throttler", ("features", "throttle")),
+        ("govern.throttle.cli", ("commands", "throttle")),
         ("govern.charts.gantt", ("reports", "charts")),
         ("govern.rules.cli", ("commands", "rules")),
         ("govern.commands.digest", ("commands", "commands")),

@@ -24,7 +24,7 @@ from govern.state import StateStore
 from govern.throttle import open_throttler, parse_items
 from govern.throttle.record import all_holds
 from tests.harness import MariaDB
-from tests.schedule.support import worker_table, write_catalog
+from tests.schedule.support import WriteCatalog, worker_table
 from tests.throttle.support import GOVERN, caught_up, govern, scalar, wait_for
 
 pytestmark = pytest.mark.server
@@ -255,7 +255,7 @@ def test_govern_run_hands_the_checks_to_the_job_and_history_lists_its_holds(
 
 
 def test_a_catalog_throttle_reaches_every_job_and_the_night_records_their_holds(
-    server: MariaDB, tmp_path: Path, state_path: Path
+    server: MariaDB, tmp_path: Path, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
     flag = tmp_path / "hold.flag"
     flag.write_text("")
@@ -270,7 +270,6 @@ def test_a_catalog_throttle_reaches_every_job_and_the_night_records_their_holds(
         f"os.remove({str(flag)!r})\n"
     )
     path = write_catalog(
-        tmp_path,
         f'[throttle]\nflag_file = "{flag.name}"\ninterval = "0.1s"\n'
         + worker_table("main", server.defaults_file("govern_admin"), concurrency=2)
         + f'[jobs.held]\ncommand = ["{sys.executable}", "-m", "govern", "throttle", "wait"]\n'
@@ -285,9 +284,10 @@ def test_a_catalog_throttle_reaches_every_job_and_the_night_records_their_holds(
     assert hold["work"] == "govern throttle wait"
 
 
-def test_a_bad_catalog_throttle_is_a_file_line_error(tmp_path: Path, server: MariaDB) -> None:
+def test_a_bad_catalog_throttle_is_a_file_line_error(
+    tmp_path: Path, server: MariaDB, write_catalog: WriteCatalog
+) -> None:
     path = write_catalog(
-        tmp_path,
         '[throttle]\nmax_lag = "2s"\nmax_load = "Threads_running"\n'
         + worker_table("main", server.defaults_file("govern_admin"))
         + '[jobs.a]\ncommand = "true"\n',

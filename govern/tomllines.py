@@ -1,4 +1,5 @@
-"""Line numbers for keys in a TOML file, so catalog errors can say ``file:line``.
+"""Line numbers for keys in a TOML file, so catalog and ``[throttle]`` errors can say
+``file:line``.
 
 :mod:`tomllib` reports positions only for syntax errors. A catalog mistake found
 later (an unknown dependency, a typo in a key) still deserves the line it is on,
