@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 
 import click
@@ -49,7 +50,7 @@ def chunk(
     from govern import units
     from govern.batch.chunk_sql import parse_statement
     from govern.batch.chunked import ChunkResult, chunked_delete, chunked_update
-    from govern.connection import connect
+    from govern.connection import connect, log_like_anyone
     from govern.errors import GovernError
     from govern.output import info, print_json
     from govern.progress import progress
@@ -63,7 +64,11 @@ def chunk(
     throttle = command_throttler(
         throttle_items, settings, state_path, work=f"govern chunk {parsed.action} {parsed.table}"
     )
-    conn = connect(settings)
+    conn = connect(settings, command="chunk")
+    if "GOVERN_INIT_COMMAND" not in os.environ:
+        # The chunks are the user's workload: logged like any client's, tagged. Under
+        # `govern run` in session mode the job's sessions opt out: chunks too.
+        log_like_anyone(conn)
     result: ChunkResult | None = None
     error: GovernError | None = None
     try:
