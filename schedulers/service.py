@@ -21,7 +21,6 @@ lock on the workers, so a manual ``govern schedule run`` never overlaps it.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import threading
@@ -44,6 +43,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from govern import pidlock
 from govern.errors import EXIT_SERVER, ConfigError, GovernError
 from govern.output import info
 from govern.schedulers.catalog import ScheduleSpec, load_catalog
@@ -136,21 +136,13 @@ class _ServeLock:
         self._handle: IO[str] | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        handle = os.fdopen(fd, "r+")
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = handle.read().strip() or "?"
-            handle.close()
+            handle = pidlock.take(self.path)
+        except pidlock.LockHeld as held:
             raise AlreadyServing(
-                f"another `govern schedule serve` (pid {holder}) already serves this catalog with"
-                f" this state file ({self.path})"
+                f"another `govern schedule serve` (pid {held.holder}) already serves this catalog"
+                f" with this state file ({self.path})"
             ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
         self._handle = handle
 
     def release(self) -> None:

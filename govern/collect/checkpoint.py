@@ -10,13 +10,12 @@ makes the restarted collector write the same bucket again.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from govern import pidlock
 from govern.collect.digesting import Aggregate
 from govern.errors import ConfigError
 from govern.state import StateStore, utcnow
@@ -43,21 +42,13 @@ class Checkpoints:
         """One collector per name and state file: an flock the kernel drops if we die."""
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", self.collector)
         path = self.store.path.parent / f"collect-{safe}.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        handle = os.fdopen(fd, "r+")
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = handle.read().strip() or "?"
-            handle.close()
+            handle = pidlock.take(path)
+        except pidlock.LockHeld as held:
             raise ConfigError(
-                f"another govern collect (pid {holder}) is collecting as {self.collector!r}"
+                f"another govern collect (pid {held.holder}) is collecting as {self.collector!r}"
                 f" with this state file ({path})"
             ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
         self._lock = handle
 
     def unlock(self) -> None:
