@@ -55,7 +55,7 @@ HISTORY_DDL = """\
    Rows_examined_pct_95 FLOAT,
    Rows_examined_stddev FLOAT,
    Rows_examined_median FLOAT,
-   -- Percona extended slowlog attributes 
+   -- Percona extended slowlog attributes
    -- http://www.percona.com/docs/wiki/patches:slow_extended
    Rows_affected_sum             FLOAT,
    Rows_affected_min             FLOAT,

@@ -187,11 +187,13 @@ class PtTables:
                 with contextlib.suppress(pymysql.err.Error):
                     target.conn.close()
 
-    def write(self, document: Mapping[str, Any]) -> list[str]:
-        """Write every class of ``document`` (pt's ``--limit 100%``); lines saying what was
-        written and what was not (classes beyond --max-classes, events without Query_time)."""
+    def write(self, document: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+        """Write every class of ``document`` (pt's ``--limit 100%``). Returns lines saying
+        what was written, and warnings saying what was not (classes beyond --max-classes,
+        events without Query_time)."""
         classes = document["classes"]
         said: list[str] = []
+        skipped: list[str] = []
         if self.review is not None:
             rows = [review_row(item) for item in classes]
             _write_review(self.review, rows)
@@ -215,16 +217,16 @@ class PtTables:
             said.append(f"{self.history.dsn.label}: {len(history)} rows")
         totals = document["totals"]
         if totals.get("other_events"):
-            said.append(
+            skipped.append(
                 f"{totals['other_events']} events in classes beyond --max-classes "
                 f"{document['options']['max_classes']} were not written (raise --max-classes)"
             )
         if totals.get("unreported_events"):
-            said.append(
+            skipped.append(
                 f"{totals['unreported_events']} events without Query_time were not written "
                 "(pt leaves them out too)"
             )
-        return said
+        return said, skipped
 
 
 def _open(

@@ -159,8 +159,11 @@ def render_digest(
         found.annotate(document)
         exit_code = found.exit_code
     if tables is not None:
-        for line in tables.write(document):
+        said, skipped = tables.write(document)
+        for line in said:
             info(line)
+        for line in skipped:
+            warn(line)
     if report.output_format == "json":
         print_json(limit_classes(document, report.top), out)
         return exit_code
