@@ -33,6 +33,7 @@ class LogAttributes:
     flags: dict[str, int] = field(default_factory=dict)
     strings: dict[str, int] = field(default_factory=dict)
     timed: int = 0  # events with a time (pt's ts attribute)
+    labelled: int = 0  # events of logs given a --host label (a hostname attribute)
 
     @classmethod
     def of(cls, document: Mapping[str, Any], classes: Iterable[Mapping[str, Any]]) -> LogAttributes:
@@ -40,15 +41,16 @@ class LogAttributes:
         numbers = {name: int(m["count"]) for name, m in document["metrics"].items()}
         flags: dict[str, int] = {}
         strings: dict[str, int] = {}
-        timed = 0
+        timed = labelled = 0
         for item in classes:
+            labelled += sum(item["servers"].values())
             for name, flag in item["flags"].items():
                 flags[name] = flags.get(name, 0) + int(flag["count"] or 0)
             for name, values in item["values"].items():
                 strings[name] = strings.get(name, 0) + sum(values.values())
             if item["first_seen"] is not None:
                 timed += int(item["count"])
-        return cls(numbers, flags, strings, timed)
+        return cls(numbers, flags, strings, timed, labelled)
 
 
 def datetime_text(ts: str | None) -> str | None:
@@ -82,7 +84,14 @@ def history_value(item: Mapping[str, Any], attribute: str, metric: str, seen: Lo
         return _flag(int(flag["yes"]), int(flag["count"] or 0), metric, seen.flags[attribute])
     if attribute in item["values"]:
         return _string(item["values"][attribute], metric, seen.strings[attribute])
-    known = attribute in seen.numbers or attribute in seen.flags or attribute in seen.strings
+    if attribute == "hostname" and item["servers"]:  # --host: Anemometer's hostname_max
+        return _string(item["servers"], metric, seen.labelled)
+    known = (
+        attribute in seen.numbers
+        or attribute in seen.flags
+        or attribute in seen.strings
+        or (attribute == "hostname" and seen.labelled > 0)
+    )
     return 0 if known and metric in _ZERO_WHEN_ABSENT else None
 
 
@@ -140,10 +149,8 @@ def _number(item: Mapping[str, Any], attribute: str, metric: str, total: int) ->
     spread = Spread.of(state)
     if spread is None:
         return 0
-    value = getattr(spread, metric)()
-    if metric == "stddev" or state["decimal"]:
-        return round(value / _MICRO, 6)
-    return round(value / _MICRO)
+    value: float = getattr(spread, metric)()
+    return round(value / _MICRO, 12)  # unrounded: FLOAT keeps 7 digits of a 1 µs spread
 
 
 @dataclass(frozen=True)
@@ -156,6 +163,7 @@ class Spread:
     low: int
     high: int
     buckets: list[tuple[int, int]]  # (key, count), ascending
+    whole: bool  # a count (rows, bytes): a value is a whole number of units
 
     @classmethod
     def of(cls, state: Mapping[str, Any]) -> Spread | None:
@@ -163,7 +171,15 @@ class Spread:
         count = int(state["count"])
         if not count or sum(n for _, n in buckets) != count:
             return None  # sums only (govern collect's statistics tables): no spread
-        return cls(count, int(state["sum"]), int(state["min"]), int(state["max"]), buckets)
+        low, high = int(state["min"]), int(state["max"])
+        return cls(count, int(state["sum"]), low, high, buckets, not state["decimal"])
+
+    def _value(self, key: int) -> float:
+        """What a bucket stands for, within [low, high]; a count's, a whole number."""
+        value = min(self.high, max(self.low, sketch.bucket_value(key)))
+        if self.whole:
+            value = round(value / _MICRO) * _MICRO
+        return float(value)
 
     def _at(self, rank: int) -> tuple[float, int]:
         """The value at 1-based ascending ``rank`` and how many values share its bucket."""
@@ -173,8 +189,7 @@ class Spread:
         for key, times in self.buckets:
             seen += times
             if seen >= rank:
-                value = self.low if rank == 1 else sketch.bucket_value(key)
-                return float(min(self.high, max(self.low, value))), times
+                return (float(self.low) if rank == 1 else self._value(key)), times
         return float(self.high), self.buckets[-1][1]
 
     def _cutoff(self) -> int:
@@ -205,6 +220,5 @@ class Spread:
         mean = self.total / self.count
         squares = 0.0
         for key, times in self.buckets:
-            value = min(self.high, max(self.low, sketch.bucket_value(key)))
-            squares += times * (value - mean) ** 2
+            squares += times * (self._value(key) - mean) ** 2
         return min(math.sqrt(squares / self.count), (self.high - self.low) / 2)
