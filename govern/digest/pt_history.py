@@ -13,7 +13,7 @@ never has; ``cnt``/``sum``/``min``/``max`` of one this class lacks (its ``avg``,
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,12 +73,27 @@ def review_row(item: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def history_value(item: Mapping[str, Any], attribute: str, metric: str, seen: LogAttributes) -> Any:
-    """The value pt writes in column ``<attribute>_<metric>`` for this class."""
+def history_values(
+    item: Mapping[str, Any], columns: Sequence[tuple[str, str]], seen: LogAttributes
+) -> list[Any]:
+    """The values pt writes in the columns ``(attribute, metric)`` for this class."""
+    spreads: dict[str, Spread | None] = {}
+    return [history_value(item, attr, metric, seen, spreads) for attr, metric in columns]
+
+
+def history_value(
+    item: Mapping[str, Any],
+    attribute: str,
+    metric: str,
+    seen: LogAttributes,
+    spreads: dict[str, Spread | None] | None = None,
+) -> Any:
+    """The value pt writes in column ``<attribute>_<metric>`` for this class (``spreads``:
+    the class's spreads read so far, by attribute)."""
     if attribute == "ts":
         return _ts(item, metric, seen)
     if attribute in item["metrics"]:
-        return _number(item, attribute, metric, seen.numbers[attribute])
+        return _number(item, attribute, metric, seen.numbers[attribute], spreads)
     if attribute in item["flags"]:
         flag = item["flags"][attribute]
         return _flag(int(flag["yes"]), int(flag["count"] or 0), metric, seen.flags[attribute])
@@ -132,7 +147,13 @@ def _flag(yes: int, count: int, metric: str, total: int) -> Any:
     return found.get(metric, 0 if metric in _ZERO_WHEN_ABSENT else None)
 
 
-def _number(item: Mapping[str, Any], attribute: str, metric: str, total: int) -> Any:
+def _number(
+    item: Mapping[str, Any],
+    attribute: str,
+    metric: str,
+    total: int,
+    spreads: dict[str, Spread | None] | None,
+) -> Any:
     figures = item["metrics"][attribute]
     count = int(figures["count"])
     if metric == "cnt":
@@ -145,8 +166,11 @@ def _number(item: Mapping[str, Any], attribute: str, metric: str, total: int) ->
         return count / total if total else 0
     if metric not in ("median", "pct_95", "stddev"):
         return None  # rank: pt has no such metric
-    state = item["state"]["metrics"][attribute]
-    spread = Spread.of(state)
+    if spreads is None:
+        spreads = {}
+    if attribute not in spreads:
+        spreads[attribute] = Spread.of(item["state"]["metrics"][attribute])
+    spread = spreads[attribute]
     if spread is None:
         return 0
     value: float = getattr(spread, metric)()

@@ -13,7 +13,7 @@ Each table is written in one transaction. The writes stay out of the binary log 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,7 @@ from govern.connection import (
     resolve_settings,
 )
 from govern.digest.pt_ddl import HISTORY_DDL, REVIEW_DDL, history_attribute
-from govern.digest.pt_history import LogAttributes, history_value, review_row
+from govern.digest.pt_history import LogAttributes, history_values, review_row
 from govern.errors import ServerError, UsageError
 from govern.server import detect
 
@@ -191,28 +191,35 @@ class PtTables:
         """Write every class of ``document`` (pt's ``--limit 100%``). Returns lines saying
         what was written, and warnings saying what was not (classes beyond --max-classes,
         events without Query_time)."""
-        classes = document["classes"]
         said: list[str] = []
         skipped: list[str] = []
-        if self.review is not None:
-            rows = [review_row(item) for item in classes]
-            _write_review(self.review, rows)
-            said.append(f"{self.review.dsn.label}: {len(rows)} classes")
+        review: list[tuple[Any, ...]] = []
+        history: list[tuple[Any, ...]] = []
+        metrics: list[tuple[str, tuple[str, str]]] = []
+        seen = LogAttributes()
         if self.history is not None:
-            seen = LogAttributes.of(document, classes)
+            seen = LogAttributes.of(document, _views(document))
             metrics = [
                 (column, found)
                 for column in self.history.columns
                 if (found := history_attribute(column)) is not None
             ]
-            history = [
-                (
-                    str(item["id"]).upper(),
-                    item["sample"]["query"] if item["sample"] else "",
-                    *(history_value(item, attr, metric, seen) for _, (attr, metric) in metrics),
+        attributes = [found for _, found in metrics]
+        for item in _views(document):
+            if self.review is not None:
+                review.append(review_row(item))
+            if self.history is not None:
+                history.append(
+                    (
+                        str(item["id"]).upper(),
+                        item["sample"]["query"] if item["sample"] else "",
+                        *history_values(item, attributes, seen),
+                    )
                 )
-                for item in classes
-            ]
+        if self.review is not None:
+            _write_review(self.review, review)
+            said.append(f"{self.review.dsn.label}: {len(review)} classes")
+        if self.history is not None:
             _write_history(self.history, [column for column, _ in metrics], history)
             said.append(f"{self.history.dsn.label}: {len(history)} rows")
         totals = document["totals"]
@@ -227,6 +234,14 @@ class PtTables:
                 "(pt leaves them out too)"
             )
         return said, skipped
+
+
+def _views(document: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    """The classes of a document to read a few parts of: a fresh digest's as views, each
+    part built when read (govern/digest/lazy.py), not whole class documents."""
+    classes = document["classes"]
+    views = getattr(classes, "views", None)
+    return views() if views is not None else iter(classes)
 
 
 def _open(
