@@ -34,12 +34,13 @@ LOGS = (
     "mariadb/verbosity-and-filters.log",
     "percona/mysql5.7.log",
 )
-#: History metrics pt reads from its buckets (5% wide): govern's median and pct_95 are
-#: within TOLERANCE of pt's (measured: 4.7% at worst), its stddev within STDDEV_TOLERANCE of
-#: the attribute's max (measured: 1.4%). docs/design/digest-pt-tables.md has the figures.
+#: History metrics pt reads from its buckets. pt's bucket is 5% wide, so its median and
+#: pct_95 are within 5% of the value and its stddev within 5% of the attribute's max: the
+#: bounds here (measured on these logs: 4.7%; 1.9% of max, where govern's is 0.1% off the
+#: exact stddev). docs/design/digest-pt-tables.md has the figures.
 BUCKETED = ("median", "pct_95", "stddev")
 TOLERANCE = 0.05
-STDDEV_TOLERANCE = 0.02
+STDDEV_TOLERANCE = 0.05
 #: Columns of Anemometer's default report (its conf/sample.config.inc.php, report_defaults
 #: and custom fields) on the review ("fact") and history ("dimension") tables.
 ANEMOMETER_REVIEW = ("checksum", "fingerprint", "sample", "first_seen", "last_seen")
