@@ -134,6 +134,20 @@ class _Target:
     dsn: PtDsn
     conn: Connection
     columns: list[str]
+    octets: dict[str, int]  # the most bytes a text column holds (TEXT: 65,535)
+    cut: int = 0  # texts cut to fit
+
+    def fit(self, column: str, text: str) -> str:
+        """``text`` cut at a character to fit ``column`` (a sample of a 1 MB INSERT into a
+        TEXT column: pt's insert fails on it in strict mode)."""
+        limit = self.octets.get(column)
+        if limit is None or len(text) * 4 <= limit:
+            return text
+        data = text.encode("utf-8", "surrogateescape")
+        if len(data) <= limit:
+            return text
+        self.cut += 1
+        return data[:limit].decode("utf-8", "ignore")
 
 
 class PtTables:
@@ -222,6 +236,12 @@ class PtTables:
         if self.history is not None:
             _write_history(self.history, [column for column, _ in metrics], history)
             said.append(f"{self.history.dsn.label}: {len(history)} rows")
+        for target in (self.review, self.history):
+            if target is not None and target.cut:
+                skipped.append(
+                    f"{target.dsn.label}: {target.cut} texts cut to fit their columns "
+                    f"({target.octets.get('sample', 0):,} bytes)"
+                )
         totals = document["totals"]
         if totals.get("other_events"):
             skipped.append(
@@ -256,7 +276,7 @@ def _open(
             raise ServerError(f"refusing to write {dsn.label}: the server is read_only")
         if not options.replicate:
             _no_binlog(conn, dsn)
-        columns = _columns(conn, dsn)
+        columns, octets = _columns(conn, dsn)
         if not columns:
             if not create:
                 option = (
@@ -270,8 +290,8 @@ def _open(
                 )
             _execute(conn, dsn, f"CREATE DATABASE IF NOT EXISTS {_quote(dsn.database)}")
             _execute(conn, dsn, ddl.replace(placeholder, dsn.quoted, 1))
-            columns = _columns(conn, dsn)
-        return _Target(dsn, conn, columns)
+            columns, octets = _columns(conn, dsn)
+        return _Target(dsn, conn, columns, octets)
     except BaseException:
         conn.close()
         raise
@@ -291,14 +311,16 @@ def _no_binlog(conn: Connection, dsn: PtDsn) -> None:
         ) from None
 
 
-def _columns(conn: Connection, dsn: PtDsn) -> list[str]:
+def _columns(conn: Connection, dsn: PtDsn) -> tuple[list[str], dict[str, int]]:
+    """The table's columns in order, and the byte limit of its text columns."""
     rows = query_all(
         conn,
-        "SELECT COLUMN_NAME FROM information_schema.COLUMNS"
+        "SELECT COLUMN_NAME, CHARACTER_OCTET_LENGTH FROM information_schema.COLUMNS"
         " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
         (dsn.database, dsn.table),
     )
-    return [str(name) for (name,) in rows]
+    octets = {str(name): int(size) for name, size in rows if size is not None}
+    return [str(name) for name, _ in rows], octets
 
 
 def _execute(conn: Connection, dsn: PtDsn, sql: str) -> None:
@@ -324,7 +346,16 @@ def _write_review(target: _Target, rows: Sequence[tuple[Any, ...]]) -> None:
         " last_seen = IF(last_seen IS NULL, VALUES(last_seen),"
         " GREATEST(last_seen, VALUES(last_seen)))"
     )
-    filled = [(*row[:3], row[3] or now, row[4] or now) for row in rows]
+    filled = [
+        (
+            row[0],
+            target.fit("fingerprint", row[1]),
+            target.fit("sample", row[2]),
+            row[3] or now,
+            row[4] or now,
+        )
+        for row in rows
+    ]
     _write(target, sql, filled)
 
 
@@ -339,6 +370,7 @@ def _write_history(target: _Target, columns: list[str], rows: Sequence[tuple[Any
     filled = []
     for row in rows:
         values = list(row)
+        values[1] = target.fit("sample", values[1])
         for i in stamps:  # pt: COALESCE(?, NOW())
             values[i] = values[i] or now
         filled.append(tuple(values))

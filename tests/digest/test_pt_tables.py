@@ -324,3 +324,32 @@ def test_not_binlogged(server: MariaDB, schemas: Any) -> None:
     assert binlog_mentions() == 0
     _govern_tables(Path(log), defaults, "gv", "--replicate-tables")
     assert binlog_mentions() > 0
+
+
+def test_long_sample_is_cut_to_fit(server: MariaDB, schemas: Any, tmp_path: Path) -> None:
+    """A statement longer than a TEXT column (pt's insert fails on it): cut at a character
+    to fit, and said."""
+    values = ", ".join(f"({i}, 'é日本')" for i in range(8000))  # 120 KB, multi-byte
+    log = tmp_path / "slow.log"
+    log.write_text(
+        "# Time: 2026-11-21T22:00:00.000000Z\n# User@Host: app[app] @ localhost []  Id: 1\n"
+        "# Query_time: 0.5  Lock_time: 0.0 Rows_sent: 0  Rows_examined: 0\n"
+        f"INSERT INTO t (id, note) VALUES {values};\n",
+        encoding="utf-8",
+    )
+    defaults = server.defaults_file("root")
+    proc = _govern(
+        "--review",
+        f"F={defaults},D=gv,t=review",
+        "--history",
+        f"F={defaults},D=gv,t=history",
+        "--create-review-table",
+        "--create-history-table",
+        str(log),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "1 texts cut to fit their columns (65,535 bytes)" in proc.stderr
+    for table in ("gv.review", "gv.history"):
+        (row,) = _rows(schemas, f"SELECT OCTET_LENGTH(sample) AS n, sample FROM {table}")
+        assert 65_530 < row["n"] <= 65_535
+        assert row["sample"].startswith("INSERT INTO t (id, note) VALUES (0, 'é日本')")
