@@ -33,7 +33,8 @@ from govern.digest.pt_history import LogAttributes, history_values, review_row
 from govern.errors import ServerError, UsageError
 from govern.server import detect
 
-#: pt's DSN keys govern reads (pt's A, L… are not needed; p is refused: argv is public).
+#: pt's DSN keys govern reads (A= is accepted and not needed: govern always talks utf8mb4;
+#: p= is refused: argv is public).
 _DSN_KEYS = {"h": "host", "P": "port", "S": "socket", "u": "user", "F": "defaults_file"}
 #: pt's defaults: ``percona_schema.query_review`` and ``percona_schema.query_history``.
 DEFAULT_DATABASE = "percona_schema"
@@ -87,8 +88,8 @@ def parse_pt_dsn(
                 f"{option}: a password in the DSN would be visible in the process list; "
                 "put it in an option file (F=file, --defaults-file or ~/.my.cnf)"
             )
-        if key not in (*_DSN_KEYS, "D", "t"):
-            raise UsageError(f"{option} {text}: unknown DSN key {key!r} (h, P, S, u, F, D, t)")
+        if key not in (*_DSN_KEYS, "D", "t", "A"):
+            raise UsageError(f"{option} {text}: unknown DSN key {key!r} (h, P, S, u, F, D, t, A)")
         fields[key] = value
     port = fields.get("P")
     if port is not None and not port.isdigit():
@@ -267,7 +268,10 @@ def _views(document: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
 def _open(
     dsn: PtDsn, ddl: str, placeholder: str, create: bool, options: PtTablesOptions
 ) -> _Target:
-    conn = connect(dsn.settings, command="digest")
+    try:
+        conn = connect(dsn.settings, command="digest")
+    except ServerError as exc:
+        raise ServerError(f"{dsn.option}: {exc.message}") from None
     try:
         server = detect(conn)
         if server.is_replica:
