@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from govern.errors import UsageError
 from govern.output import info, is_terminal, warn
 from govern.progress import progress
 from govern.schedulers.catalog import Catalog
@@ -18,9 +19,11 @@ from govern.schedulers.estimates import estimate_error
 from govern.schedulers.history import History, NightLabel
 from govern.schedulers.metrics import night_metrics
 from govern.schedulers.plan import Plan, make_plan
+from govern.schedulers.rerun import Carried, Rerun, chooser, find_carried, with_date
 from govern.schedulers.runner import NightResult, NightRunner, StopRequest
 from govern.schedulers.workers import ServerPool
-from govern.state import StateStore
+from govern.state import StateStore, utcnow
+from govern.units import plural
 
 #: Nights whose job logs are kept, per catalog (the history itself is kept whole).
 KEEP_LOGS = 30
@@ -54,19 +57,29 @@ def run_night(
     stop: StopRequest | None = None,
     show_progress: bool | None = None,
     notify: Callable[[str], None] = info,
+    rerun: Rerun | None = None,
 ) -> dict[str, Any]:
     """Run every job of ``catalog`` now; returns the night's ``govern.schedule.night`` document.
+
+    ``rerun`` narrows it (``--date``, ``--job``) or goes on with the last night
+    (``--resume``, ``--only-failed``): govern/schedulers/rerun.py.
 
     Raises LockHeld (exit 3) when another night of this catalog runs, ServerError when no
     worker can be reached, ConfigError when the sizing query is wrong: all before any job.
     """
+    rerun = rerun or Rerun()
     history = History(store)
     for night in history.reap_stale():
         warn(f"night {night} of an earlier scheduler process was left running: marked interrupted")
     started = datetime.now().astimezone()
+    carried = find_carried(history, catalog.name, rerun) if rerun.continues else None
+    day = night_date(rerun, carried, scheduled_for or started)
+    catalog = with_date(catalog, day)
     with ServerPool(catalog, secrets_dir(store)) as pool:
         pool.lock()
-        plan = make_plan(catalog, pool, history, policy, base_time=started)
+        plan = make_plan(
+            catalog, pool, history, policy, base_time=started, select=chooser(rerun, carried)
+        )
         for message in plan.warnings:
             warn(message)
         label = NightLabel(
@@ -76,7 +89,13 @@ def run_night(
             trigger,
             scheduled_for.isoformat() if scheduled_for else None,
         )
-        night = history.start_night(label, plan.workers, plan.planned_jobs())
+        if carried is not None:
+            night = carried.night_id
+            note = f"{rerun.mode} at {utcnow()}: {plural(len(plan.catalog.jobs), 'job')} ran again"
+            history.resume_night(night, plan.planned_jobs(), note)
+            notify(f"night {night} of {catalog.name} ({day}): {note}")
+        else:
+            night = history.start_night(label, plan.workers, plan.planned_jobs(), night_date=day)
         bar = is_terminal() if show_progress is None else show_progress
         runner = NightRunner(
             plan,
@@ -88,6 +107,8 @@ def run_night(
             stop=stop,
             notify=notify,
             job_lines=not bar,
+            night_date=day,
+            carried=carried,
         )
         try:
             with progress(
@@ -103,18 +124,58 @@ def run_night(
             if result.stopped
             else ("ok" if all(o == "ok" for o in result.outcomes.values()) else "failed")
         )
-        history.finish_night(night, status, night_summary(plan, result, pool))
+        history.finish_night(
+            night, status, night_summary(plan, result, pool), note=note_of(history, night)
+        )
     prune_logs(log_dir(store) / catalog.name)
     document = history.night(night)
     assert document is not None
     return document
 
 
+def note_of(history: History, night: int) -> str | None:
+    """The night's note as it stands (a resumed night keeps saying it was resumed)."""
+    row = history.store.db.execute(
+        "SELECT note FROM schedule_nights WHERE id = ?", (night,)
+    ).fetchone()
+    return None if row is None or row["note"] is None else str(row["note"])
+
+
+def night_date(rerun: Rerun, carried: Carried | None, when: datetime) -> str:
+    """The night's ``{date}``: ``--date``, else the resumed night's, else the day it starts
+    (a cron night: the day of its fire time)."""
+    if carried is not None and carried.date and rerun.date and rerun.date != carried.date:
+        raise UsageError(
+            f"--date {rerun.date}: night {carried.night_id} is for {carried.date}"
+            " (a resumed night keeps its date)"
+        )
+    return rerun.date or (carried.date if carried and carried.date else when.date().isoformat())
+
+
+def dry_run(
+    catalog: Catalog, store: StateStore, *, policy: str | None = None, rerun: Rerun | None = None
+) -> tuple[Plan, str, int | None]:
+    """What ``run`` would do (same selection, same sizing), without the lock, without a record,
+    without starting a job: the plan, the night's date, and the night it would go on with."""
+    rerun = rerun or Rerun()
+    history = History(store)
+    started = datetime.now().astimezone()
+    carried = find_carried(history, catalog.name, rerun) if rerun.continues else None
+    day = night_date(rerun, carried, started)
+    catalog = with_date(catalog, day)
+    with ServerPool(catalog, secrets_dir(store)) as pool:
+        plan = make_plan(
+            catalog, pool, history, policy, base_time=started, select=chooser(rerun, carried)
+        )
+    return plan, day, carried.night_id if carried else None
+
+
 def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str, Any]:
     """What the night is judged by, stored with it (docs/json.md, ``summary``)."""
     weights = {j.name: j.weight for j in plan.catalog.jobs}
     ends = [*list(result.finishes.values()), result.ended_at]
-    metrics = night_metrics(result.finishes, len(plan.catalog.jobs), weights, makespan=max(ends))
+    total = len({j.name for j in plan.catalog.jobs} | set(result.outcomes))  # resumed: all
+    metrics = night_metrics(result.finishes, total, weights, makespan=max(ends))
     pairs = [
         (estimate.seconds, result.durations[name])
         for name, estimate in plan.estimates.items()

@@ -7,6 +7,7 @@ the history shows planned against actual for every job.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -118,8 +119,12 @@ def make_plan(
     history: History,
     policy: str | None = None,
     base_time: datetime | None = None,
+    select: Callable[[Catalog], tuple[Catalog, list[str]]] | None = None,
 ) -> Plan:
-    """Size every job, estimate it from history, and simulate the night under ``policy``."""
+    """Size every job, estimate it from history, and simulate the night under ``policy``.
+
+    ``select`` narrows the sized catalog (templates expanded) to the jobs this run takes
+    (``--job``, ``--resume``: govern/schedulers/rerun.py)."""
     usable = pool.usable()
     if not usable:
         reasons = "; ".join(f"{w.spec.name}: {w.error}" for w in pool.workers)
@@ -144,6 +149,9 @@ def make_plan(
         warnings.append(f"sizing server {server}: {exc.message}")
     catalog, sizes = measure_sizes(catalog, conn, server)
     warnings.extend(sizes.warnings)
+    if select is not None:
+        catalog, narrowed = select(catalog)
+        warnings.extend(narrowed)
     estimator = Estimator(
         history.samples(catalog.name, catalog.history_window), catalog.rows_per_second
     )
