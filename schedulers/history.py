@@ -184,6 +184,10 @@ class History:
             )
             _insert_jobs(db, night, [j for j in jobs if j.name not in kept])
 
+    def set_note(self, night: int, note: str) -> None:
+        with self._lock, self.store.transaction() as db:
+            db.execute("UPDATE schedule_nights SET note = ? WHERE id = ?", (note, night))
+
     def settled_jobs(self, night: int) -> dict[str, sqlite3.Row]:
         """Every job row of a night, by name (what a resumed night leaves as it was)."""
         rows = self.store.db.execute("SELECT * FROM schedule_jobs WHERE night_id = ?", (night,))

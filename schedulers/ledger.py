@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import socket
 from datetime import UTC, datetime
 
@@ -151,13 +152,13 @@ class NightLedger:
                 f"INSERT INTO {TABLE} (schedule, night, job, state, night_date, host, pid,"
                 " started_at, updated_at) VALUES (%s, %s, %s, 'running', %s, %s, %s,"
                 " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
-                (self.schedule, night, NIGHT_ROW, night_date, self.host, _pid()),
+                (self.schedule, night, NIGHT_ROW, night_date, self.host, os.getpid()),
             )
         else:
             self._execute(
                 f"UPDATE {TABLE} SET state = 'running', host = %s, pid = %s,"
                 " updated_at = UTC_TIMESTAMP(6) WHERE schedule = %s AND night = %s AND job = %s",
-                (self.host, _pid(), self.schedule, night, NIGHT_ROW),
+                (self.host, os.getpid(), self.schedule, night, NIGHT_ROW),
             )
         return earlier
 
@@ -169,14 +170,8 @@ class NightLedger:
             " UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE state = VALUES(state),"
             " attempts = GREATEST(attempts, VALUES(attempts)), host = VALUES(host),"
             " pid = VALUES(pid), updated_at = VALUES(updated_at)",
-            (self.schedule, night, job, state, attempt or 0, self.host, _pid()),
+            (self.schedule, night, job, state, attempt or 0, self.host, os.getpid()),
         )
 
     def finish(self, night: str, state: str) -> None:
         self.job(night, NIGHT_ROW, state)
-
-
-def _pid() -> int:
-    import os
-
-    return os.getpid()

@@ -4,6 +4,7 @@ lock, plan, record, run, summarise.
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -11,15 +12,24 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from govern.errors import UsageError
+from govern.errors import GovernError, UsageError
 from govern.output import info, is_terminal, warn
 from govern.progress import progress
 from govern.schedulers.catalog import Catalog
 from govern.schedulers.estimates import estimate_error
 from govern.schedulers.history import History, NightLabel
+from govern.schedulers.ledger import LedgerNight, NightLedger
 from govern.schedulers.metrics import night_metrics
 from govern.schedulers.plan import Plan, make_plan
-from govern.schedulers.rerun import Carried, Rerun, chooser, find_carried, with_date
+from govern.schedulers.rerun import (
+    ENDED,
+    Carried,
+    NothingLeft,
+    Rerun,
+    chooser,
+    find_carried,
+    with_date,
+)
 from govern.schedulers.runner import NightResult, NightRunner, StopRequest
 from govern.schedulers.workers import ServerPool
 from govern.state import StateStore, utcnow
@@ -58,11 +68,15 @@ def run_night(
     show_progress: bool | None = None,
     notify: Callable[[str], None] = info,
     rerun: Rerun | None = None,
+    ledger: NightLedger | None = None,
 ) -> dict[str, Any]:
     """Run every job of ``catalog`` now; returns the night's ``govern.schedule.night`` document.
 
     ``rerun`` narrows it (``--date``, ``--job``) or goes on with the last night
-    (``--resume``, ``--only-failed``): govern/schedulers/rerun.py.
+    (``--resume``, ``--only-failed``): govern/schedulers/rerun.py. ``ledger`` (serve on two
+    hosts) is the night's record on the primary: what another host ended of this night is
+    not run again, and every job's start and end is written there (ledger.py). Raises
+    NightAlreadyRan when the ledger says the night ended.
 
     Raises LockHeld (exit 3) when another night of this catalog runs, ServerError when no
     worker can be reached, ConfigError when the sizing query is wrong: all before any job.
@@ -73,13 +87,33 @@ def run_night(
         warn(f"night {night} of an earlier scheduler process was left running: marked interrupted")
     started = datetime.now().astimezone()
     carried = find_carried(history, catalog.name, rerun) if rerun.continues else None
+    key = (scheduled_for or started).isoformat()
+    shared = ledger.night(key) if ledger is not None else None
+    if shared is not None and shared.ended:
+        raise NightAlreadyRan(
+            f"night {key} of {catalog.name!r} already ended {shared.state} on {shared.host}"
+            " (the ledger on the primary)"
+        )
+    if shared is not None:
+        carried = carried_from_ledger(shared)
     day = night_date(rerun, carried, scheduled_for or started)
     catalog = with_date(catalog, day)
     with ServerPool(catalog, secrets_dir(store)) as pool:
         pool.lock()
-        plan = make_plan(
-            catalog, pool, history, policy, base_time=started, select=chooser(rerun, carried)
-        )
+        try:
+            plan = make_plan(
+                catalog, pool, history, policy, base_time=started, select=chooser(rerun, carried)
+            )
+        except NothingLeft:
+            if ledger is None or shared is None:
+                raise
+            # its host died after the last job ended, before it could end the night
+            status = "ok" if all(s == "ok" for s in shared.jobs.values()) else "failed"
+            ledger.finish(key, status)
+            raise NightAlreadyRan(
+                f"night {key} of {catalog.name!r}: every job had ended on {shared.host};"
+                f" ended it {status} in the ledger"
+            ) from None
         for message in plan.warnings:
             warn(message)
         label = NightLabel(
@@ -89,7 +123,20 @@ def run_night(
             trigger,
             scheduled_for.isoformat() if scheduled_for else None,
         )
-        if carried is not None:
+        on_job = None
+        if ledger is not None:
+            ledger.begin(key, day)
+            on_job = functools.partial(_tell_ledger, ledger, key)
+        if shared is not None:
+            ran = sum(1 for state in shared.jobs.values() if state in ENDED)
+            note = (
+                f"takes over the night from {shared.host} (ledger on the primary):"
+                f" {plural(ran, 'job')} ended there"
+            )
+            night = history.start_night(label, plan.workers, plan.planned_jobs(), night_date=day)
+            history.set_note(night, note)
+            notify(f"night {night} of {catalog.name} ({day}): {note}")
+        elif carried is not None:
             night = carried.night_id
             note = f"{rerun.mode} at {utcnow()}: {plural(len(plan.catalog.jobs), 'job')} ran again"
             history.resume_night(night, plan.planned_jobs(), note)
@@ -109,6 +156,7 @@ def run_night(
             job_lines=not bar,
             night_date=day,
             carried=carried,
+            on_job=on_job,
         )
         try:
             with progress(
@@ -127,10 +175,34 @@ def run_night(
         history.finish_night(
             night, status, night_summary(plan, result, pool), note=note_of(history, night)
         )
+        if ledger is not None and status != "interrupted":  # interrupted: the standby's to end
+            ledger.finish(key, status)
     prune_logs(log_dir(store) / catalog.name)
     document = history.night(night)
     assert document is not None
     return document
+
+
+class NightAlreadyRan(GovernError):
+    """The ledger on the primary says another host (or this one) ended this night."""
+
+
+def carried_from_ledger(shared: LedgerNight) -> Carried:
+    """What another host settled of a night, as a resumed night's earlier part (no record
+    of it here: its times and durations stay in that host's history)."""
+    return Carried(
+        night_id=0,
+        date=shared.night_date,
+        started_at=shared.started_at,
+        outcomes={job: state for job, state in shared.jobs.items() if state in ENDED},
+        finishes={},
+        durations={},
+        attempts=dict(shared.attempts),
+    )
+
+
+def _tell_ledger(ledger: NightLedger, key: str, job: str, state: str, attempt: int) -> None:
+    ledger.job(key, job, state, attempt)
 
 
 def note_of(history: History, night: int) -> str | None:

@@ -34,6 +34,10 @@ Selector = Callable[[Catalog], tuple[Catalog, list[str]]]
 ENDED = ("ok", "failed", "timeout")
 
 
+class NothingLeft(UsageError):
+    """Every job of the night this run would go on with has ended."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Rerun:
     """How ``govern schedule run`` narrows a night; the default is the whole night, today."""
@@ -213,7 +217,7 @@ def chooser(rerun: Rerun, carried: Carried | None) -> Selector:
             keep &= chosen
         if not keep:
             which = f"night {carried.night_id}" if carried else "tonight's catalog"
-            raise UsageError(f"{rerun.mode}: nothing left to run in {which}")
+            raise NothingLeft(f"{rerun.mode}: nothing left to run in {which}")
         return narrow(catalog, keep, carried)
 
     return select

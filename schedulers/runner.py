@@ -97,6 +97,7 @@ class NightRunner:
         job_lines: bool = False,
         night_date: str | None = None,
         carried: Carried | None = None,
+        on_job: Callable[[str, str, int], None] | None = None,
     ) -> None:
         self.plan = plan
         self.catalog = plan.catalog
@@ -118,6 +119,9 @@ class NightRunner:
         self.carried = carried
         self.attempts: dict[str, int] = dict(carried.attempts) if carried else {}
         self._earlier_attempts = dict(self.attempts)
+        #: told when a job starts (``running``) and ends (its outcome): the ledger on the
+        #: primary that a standby serve reads (ledger.py)
+        self.on_job = on_job
         self.result = NightResult({}, {}, {}, stopped=False)
         if carried is not None:
             planned = {j.name for j in plan.catalog.jobs}
@@ -253,6 +257,8 @@ class NightRunner:
         self.history.attempt_started(
             self.night_id, job.name, number, lane.worker, lane.label, now, str(log_path)
         )
+        if self.on_job is not None:
+            self.on_job(job.name, "running", number)
         attempt = Attempt(
             schedule=self.catalog.name,
             night_id=self.night_id,
@@ -355,6 +361,8 @@ class NightRunner:
             self.dispatcher.retry(job.name, now + job.retry_delay)
             return
         self.result.outcomes[job.name] = outcome
+        if self.on_job is not None:
+            self.on_job(job.name, outcome, number)
         if self._progress is not None:
             self._progress.advance()
         if outcome == "ok":
@@ -373,6 +381,8 @@ class NightRunner:
             return
         self.result.outcomes[name] = "skipped"
         self.history.job_skipped(self.night_id, name, reason)
+        if self.on_job is not None and self._stop_seen is None:  # a stop leaves it to resume
+            self.on_job(name, "skipped", self.attempts.get(name, 0))
         if self.job_lines:
             self.notify(f"job {name} skipped: {reason}")
         if self._progress is not None:
