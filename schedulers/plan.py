@@ -16,6 +16,7 @@ from govern.schedulers.catalog import Catalog
 from govern.schedulers.estimates import Estimate, Estimator
 from govern.schedulers.history import History, PlannedJob
 from govern.schedulers.policies import Lane, Task, make_lanes
+from govern.schedulers.rerun import with_date
 from govern.schedulers.simulate import Timeline, simulate
 from govern.schedulers.sizing import Sizes, measure_sizes
 from govern.schedulers.workers import ServerPool
@@ -125,6 +126,8 @@ def make_plan(
 
     ``select`` narrows the sized catalog (templates expanded) to the jobs this run takes
     (``--job``, ``--resume``: govern/schedulers/rerun.py)."""
+    base_time = base_time or datetime.now().astimezone()
+    catalog = with_date(catalog, base_time.date().isoformat())  # run fills it before: no-op
     usable = pool.usable()
     if not usable:
         reasons = "; ".join(f"{w.spec.name}: {w.error}" for w in pool.workers)
@@ -183,5 +186,5 @@ def make_plan(
         unknown_seconds=unknown_seconds,
         workers=[w.describe() for w in pool.workers],
         warnings=warnings,
-        base_time=base_time or datetime.now().astimezone(),
+        base_time=base_time,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -153,7 +153,11 @@ def test_date_fills_the_sizing_query_and_the_jobs(
     assert (tmp_path / "dates.log").read_text() == "d20260228 2026-03-01 2026-03-01\n"
 
     today = _run(path, state_path, tmp_path, "--json")
-    assert json.loads(today.stdout)["date"] == datetime.now().astimezone().date().isoformat()
+    now = datetime.now().astimezone().date()
+    assert json.loads(today.stdout)["date"] == now.isoformat()
+    plan = govern("schedule", "plan", str(path), "--state", str(state_path), "--json", cwd=tmp_path)
+    yesterday = (now - timedelta(days=1)).strftime("%Y%m%d")
+    assert [j["name"] for j in json.loads(plan.stdout)["jobs"]] == [f"summary.d{yesterday}"]
 
     for bad, why in (("2026-02-30", "day is out of range for month"), ("yesterday", "YYYY-MM-DD")):
         refused = _run(path, state_path, tmp_path, "--date", bad)
