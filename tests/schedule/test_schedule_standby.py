@@ -19,7 +19,7 @@ from govern.schedulers.history import History
 from govern.schedulers.lease import serve_lock_name
 from govern.state import StateStore
 from tests.harness import MariaDB
-from tests.schedule.support import WriteCatalog, wait_until, worker_table
+from tests.schedule.support import WriteCatalog, gone, wait_until, worker_table
 
 pytestmark = pytest.mark.server
 
@@ -148,3 +148,73 @@ def test_the_standby_takes_over_a_killed_night_and_runs_no_job_twice(
     assert tables == [(0,)]
     assert "taking over the night scheduled for " + owed in log_b
     assert serve_lock_name("twohosts") in log_b
+
+
+def test_an_active_serve_that_loses_its_lock_stops_its_jobs_and_exits_3(
+    server: MariaDB, connect: Any, tmp_path: Path, write_catalog: WriteCatalog
+) -> None:
+    """Its lock connection killed on the primary: a standby may be active already, so it must
+    not run on beside it. The night stays unfinished in the ledger, for the standby."""
+    root = connect("root")
+    _rows(root, "SET SESSION sql_log_bin = 0")
+    _rows(root, "DROP TABLE IF EXISTS govern.schedule_ledger")
+    path = write_catalog(
+        'name = "fenced"\nkill_grace = "1s"\n'
+        f'[schedule]\ncron = "0 1 * * *"\ntimezone = "UTC"\nmisfire_grace = "1h"\nlease = "1s"\n'
+        f'[primary]\ndefaults_file = "{server.defaults_file("govern_admin")}"\n'
+        + worker_table("main", server.defaults_file("govern_admin"))
+        + "[jobs.long]\ncommand = 'echo $$ > long.pid; exec sleep 60'\n"
+    ).resolve()
+    state = tmp_path / "state.db"
+    with StateStore.open(state) as store:
+        owed = (datetime.now(UTC) - timedelta(seconds=5)).isoformat()
+        History(store).remember_fire("fenced", "cron 0 1 * * * UTC", owed)
+    proc = _serve(path, state, "A", tmp_path)
+    try:
+        wait_until(
+            lambda: (tmp_path / "long.pid").exists() and bool((tmp_path / "long.pid").read_text())
+        )
+        job_pid = int((tmp_path / "long.pid").read_text())
+        [(holder,)] = _rows(root, "SELECT IS_USED_LOCK(%s)", serve_lock_name("fenced"))
+        _rows(root, f"KILL CONNECTION {int(holder)}")
+        assert proc.wait(timeout=20) == 3
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    log = (tmp_path / "serve-A.log").read_text()
+    assert "lost lock govern.serve.fenced on the primary" in log
+    assert log.rstrip().endswith("govern: error: serve of fenced lost its lock on the primary")
+    assert gone(job_pid, 3)
+    [(state_of_night,)] = _rows(
+        root,
+        "SELECT state FROM govern.schedule_ledger WHERE schedule = 'fenced' AND job = ''",
+    )
+    assert state_of_night == "running"  # the standby's to go on with
+    assert _night(state)["status"] == "interrupted"
+
+
+def test_a_lease_needs_a_primary(tmp_path: Path, write_catalog: WriteCatalog) -> None:
+    path = write_catalog(
+        'name = "alone"\n[schedule]\ncron = "0 1 * * *"\nlease = "10s"\n'
+        '[workers.main]\nhost = "localhost"\n[jobs.a]\ncommand = "true"\n'
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "govern",
+            "schedule",
+            "serve",
+            str(path),
+            "--state",
+            str(tmp_path / "s.db"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"govern: error: {path}:4: lease: serve on two hosts holds its lock on the primary:"
+        " the catalog needs [primary]\n"
+    )
