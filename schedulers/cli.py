@@ -186,6 +186,10 @@ def serve(catalog_path: str, state_path: str | None) -> None:
     coalescing for nights missed while the service was down, never two nights at
     once. On SIGTERM it starts nothing new, gives running jobs shutdown_grace,
     then stops them. History stays in the state store across restarts.
+
+    With [schedule] lease, serve runs on two hosts: the one holding a lock on the
+    primary is active, the other takes over within the lease and goes on with the
+    night (the night's ledger on the primary), never running an ended job again.
     """
     from govern.schedulers.service import serve_forever
 
