@@ -55,6 +55,7 @@ class LedgerNight:
     started_at: datetime  # UTC, when the first host started it
     jobs: dict[str, str]  # job -> state
     attempts: dict[str, int]
+    finishes: dict[str, float]  # ended jobs -> seconds from the night's start to their end
 
     @property
     def ended(self) -> bool:
@@ -114,7 +115,7 @@ class NightLedger:
     # --- reading ------------------------------------------------------------------------
     def night(self, night: str) -> LedgerNight | None:
         rows = self._execute(
-            f"SELECT job, state, attempts, night_date, host, started_at FROM {TABLE}"
+            f"SELECT job, state, attempts, night_date, host, started_at, updated_at FROM {TABLE}"
             " WHERE schedule = %s AND night = %s",
             (self.schedule, night),
         )
@@ -123,14 +124,20 @@ class NightLedger:
             return None
         started = own[5]
         assert isinstance(started, datetime)
+        jobs = [r for r in rows if r[0] != NIGHT_ROW]
         return LedgerNight(
             night=night,
             state=str(own[1]),
             night_date=None if own[3] is None else str(own[3]),
             host=str(own[4]),
             started_at=started.replace(tzinfo=UTC),
-            jobs={str(r[0]): str(r[1]) for r in rows if r[0] != NIGHT_ROW},
-            attempts={str(r[0]): int(str(r[2])) for r in rows if r[0] != NIGHT_ROW},
+            jobs={str(r[0]): str(r[1]) for r in jobs},
+            attempts={str(r[0]): int(str(r[2])) for r in jobs},
+            finishes={
+                str(r[0]): (r[6] - started).total_seconds()
+                for r in jobs
+                if r[1] != "running" and isinstance(r[6], datetime)
+            },
         )
 
     def unfinished(self) -> list[str]:

@@ -188,14 +188,15 @@ class NightAlreadyRan(GovernError):
 
 
 def carried_from_ledger(shared: LedgerNight) -> Carried:
-    """What another host settled of a night, as a resumed night's earlier part (no record
-    of it here: its times and durations stay in that host's history)."""
+    """What another host settled of a night, as a resumed night's earlier part: outcomes and
+    completion times from the ledger (the rest of that part is in that host's history)."""
+    ok = [job for job, state in shared.jobs.items() if state == "ok"]
     return Carried(
         night_id=0,
         date=shared.night_date,
         started_at=shared.started_at,
         outcomes={job: state for job, state in shared.jobs.items() if state in ENDED},
-        finishes={},
+        finishes={job: shared.finishes[job] for job in ok if job in shared.finishes},
         durations={},
         attempts=dict(shared.attempts),
     )

@@ -73,6 +73,11 @@ def test_resume_after_kill_9_runs_only_what_the_night_left(
     killed = last_night(state_path)
     assert killed["status"] == "running"  # nobody could say otherwise yet
 
+    dry = _run(path, state_path, tmp_path, "--resume", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert [j["name"] for j in json.loads(dry.stdout)["jobs"]] == ["long", "after"]
+    assert last_night(state_path)["status"] == "running"  # the dry run changed nothing
+
     done = _run(path, state_path, tmp_path, "--resume", "--json")
     assert done.returncode == 0, done.stderr
     night = json.loads(done.stdout)

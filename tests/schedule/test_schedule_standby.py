@@ -138,6 +138,9 @@ def test_the_standby_takes_over_a_killed_night_and_runs_no_job_twice(
     assert ok_a == {"j1", "j2"} and not ok_a & ok_b
     assert ok_a | ok_b == {f"j{i}" for i in range(1, JOBS + 1)}
     assert {j["name"] for j in night_b["jobs"]} == ok_b  # B ran only what A left
+    # B's summary covers the whole night, A's part from the ledger, on one clock from A's start
+    assert night_b["summary"]["jobs"] == night_b["summary"]["done"] == JOBS
+    assert min(j["start_s"] for j in night_b["jobs"]) > 3.0  # after j1 and j2's 1.5 s each
     assert {f"j{i}": "ok" for i in range(1, JOBS + 1)}.items() <= ledger().items()
     # the ledger stayed on the primary: written with sql_log_bin = 0, never on the replica
     time.sleep(1)
