@@ -77,6 +77,8 @@ def run_night(
             scheduled_for.isoformat() if scheduled_for else None,
         )
         night = history.start_night(label, plan.workers, plan.planned_jobs())
+        if plan.refusal is not None:
+            return _refuse(history, night, plan, pool)
         bar = is_terminal() if show_progress is None else show_progress
         runner = NightRunner(
             plan,
@@ -103,8 +105,24 @@ def run_night(
             if result.stopped
             else ("ok" if all(o == "ok" for o in result.outcomes.values()) else "failed")
         )
-        history.finish_night(night, status, night_summary(plan, result, pool))
+        note = "; ".join(result.notes) or None
+        history.finish_night(night, status, night_summary(plan, result, pool), note=note)
     prune_logs(log_dir(store) / catalog.name)
+    document = history.night(night)
+    assert document is not None
+    return document
+
+
+def _refuse(history: History, night: int, plan: Plan, pool: ServerPool) -> dict[str, Any]:
+    """A night that must not run (plan.refusal): recorded as failed, every job skipped with
+    the reason, nothing started. Loud: the reason is the night's note and a warning."""
+    assert plan.refusal is not None
+    reason = f"the night was refused: {plan.refusal}"
+    names = [j.name for j in plan.catalog.jobs]
+    history.jobs_skipped(night, [(name, reason) for name in names])
+    result = NightResult({}, dict.fromkeys(names, "skipped"), {}, stopped=False)
+    history.finish_night(night, "failed", night_summary(plan, result, pool), note=plan.refusal)
+    warn(f"night {night} of {plan.catalog.name} refused: {plan.refusal}")
     document = history.night(night)
     assert document is not None
     return document
@@ -128,4 +146,6 @@ def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str
             w.spec.name: round(w.guard.held_seconds if w.guard else 0.0, 3) for w in pool.workers
         },
         "warnings": plan.warnings,
+        "template_keys": plan.template_keys,
+        "refused": plan.refusal is not None,
     }
