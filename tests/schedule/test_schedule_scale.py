@@ -124,3 +124,33 @@ def test_a_1200_link_chain_whose_first_link_fails_is_a_failed_night(
     assert reasons["j0"].startswith("exit 4")
     assert reasons[f"j{links - 1}"] == f"dependency j{links - 2} did not succeed"
     assert all(j["outcome"] == "skipped" for j in recorded["jobs"] if j["name"] != "j0")
+
+
+@pytest.mark.server
+def test_a_5000_job_catalog_with_a_2000_link_chain_plans_and_simulates(
+    server: MariaDB, state_path: Path, write_catalog: WriteCatalog
+) -> None:
+    """The issue's scale, end to end through the CLI against the real server: every job is
+    placed, each link of the chain after the one before it, and every policy replays the
+    whole night (the timings are benchmarks/schedule_scale.py's)."""
+    rng = random.Random(7)
+    cnf = server.defaults_file("govern_admin")
+    body = "[estimate]\nrows_per_second = 1000\n"
+    body += worker_table("r1", cnf, concurrency=2) + worker_table("r2", cnf, concurrency=2)
+    for i in range(5000):
+        body += f'[jobs.j{i}]\ncommand = "true"\nrows = {int(rng.lognormvariate(8, 2)) + 1}\n'
+        if 0 < i < 2000:
+            body += f'depends_on = ["j{i - 1}"]\n'
+    path = write_catalog(body)
+    plan = govern("schedule", "plan", str(path), "--state", str(state_path), "--json")
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    placed = {j["name"]: j for j in json.loads(plan.stdout)["jobs"]}
+    assert len(placed) == 5000
+    for i in range(1, 2000):
+        assert placed[f"j{i}"]["predicted_start_s"] >= placed[f"j{i - 1}"]["predicted_finish_s"]
+    simulated = govern(
+        "schedule", "simulate", str(path), "--estimated", "--state", str(state_path), "--json"
+    )
+    assert simulated.returncode == 0, simulated.stderr[-2000:]
+    rows = json.loads(simulated.stdout)["policies"]
+    assert len(rows) == 5 and all(r["done"] == 5000 and r["skipped"] == 0 for r in rows)
