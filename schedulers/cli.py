@@ -198,6 +198,8 @@ def simulate(
             }
             source = "estimated"
             notes.extend(planned.warnings)
+            if planned.refusal:
+                notes.append(f"`run` would refuse tonight's night: {planned.refusal}")
         else:
             tasks, durations, notes = recorded_inputs(catalog, night)
             source = "recorded"
