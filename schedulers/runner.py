@@ -386,8 +386,8 @@ class NightRunner:
                 self.notify(f"job {name} skipped: {reason}")
         if self.job_lines and len(reasons) > SKIP_LINES:
             self.notify(
-                f"and {len(reasons) - SKIP_LINES} more jobs skipped"
-                " (govern schedule history --night ID lists each with its reason)"
+                f"and {len(reasons) - SKIP_LINES} more jobs skipped (govern schedule history"
+                f" --night {self.night_id} lists each with its reason)"
             )
         if self._progress is not None:
             self._progress.advance(len(fresh))

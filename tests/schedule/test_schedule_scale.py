@@ -115,6 +115,12 @@ def test_a_1200_link_chain_whose_first_link_fails_is_a_failed_night(
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     night = json.loads(done.stdout)
+    skipped_lines = [line for line in done.stderr.splitlines() if " skipped" in line]
+    assert len(skipped_lines) == 11  # ten named, the rest counted, all in the history
+    assert skipped_lines[-1] == (
+        f"govern: and {links - 11} more jobs skipped (govern schedule history --night"
+        f" {night['id']} lists each with its reason)"
+    )
     assert night["status"] == "failed" and night["summary"]["outcomes"] == {
         "failed": 1,
         "skipped": links - 1,
