@@ -401,7 +401,7 @@ def write_defaults_file(
 
     This is how govern hands credentials to a job without putting them in argv.
     ``init_command`` is run first by every session a client opens with the file (the
-    ``mariadb``/``mysql`` clients and Connector/C read it; PyMySQL does not).
+    ``mariadb``/``mysql`` clients run it; PyMySQL does not read it).
     """
     path = Path(path)
     lines = ["[client]"]
