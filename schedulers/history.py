@@ -322,8 +322,11 @@ class History:
         if schedule is not None:
             where.append("schedule = ?")
             args.append(schedule)
-        if ran_only:
+        if ran_only:  # a refused night is failed, but started nothing
             where.append("status IN ('ok', 'failed', 'interrupted')")
+            where.append(
+                "EXISTS (SELECT 1 FROM schedule_attempts a WHERE a.night_id = schedule_nights.id)"
+            )
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self.store.db.execute(
             f"SELECT id FROM schedule_nights{clause} ORDER BY id DESC LIMIT ?", (*args, limit)

@@ -148,6 +148,7 @@ def test_a_template_far_under_its_recent_keys_fails_the_night(
     for _ in range(2):
         code, night, stderr = run(path, state_path)
         assert code == 0 and night["summary"]["template_keys"] == {"build": 10}, stderr
+    last_ran = night["id"]
     fill(server, keys_table, ["k0", "k1", "k2", "k3"])  # 4 < 0.5 x 10
     code, night, stderr = run(path, state_path)
     assert code == 1
@@ -159,6 +160,9 @@ def test_a_template_far_under_its_recent_keys_fails_the_night(
     assert {j["outcome"] for j in night["jobs"]} == {"skipped"} and len(night["jobs"]) == 4
     plan = govern("schedule", "plan", str(path), "--state", str(state_path), "--json")
     assert plan.returncode == 1 and json.loads(plan.stdout)["refusal"] == night["note"]
+    # the refused night started nothing: simulate replays the last night that ran
+    replay = govern("schedule", "simulate", str(path), "--state", str(state_path), "--json")
+    assert replay.returncode == 0 and json.loads(replay.stdout)["night_id"] == last_ran
     # the refused night does not count: the floor still compares with 10, and a DBA who
     # knows the drop is real lowers key_floor for the night
     path.write_text(path.read_text().replace("[sizing]\n", "[sizing]\nkey_floor = 0.3\n"))
