@@ -49,7 +49,10 @@ def schedule() -> None:
 @_json_option
 def plan(catalog_path: str, policy: str | None, state_path: str | None, as_json: bool) -> None:
     """Show the order, the lane of each job, predicted start and finish, and the
-    "% done vs % of the night" curve. Reads only: changes nothing."""
+    "% done vs % of the night" curve. Reads only: changes nothing.
+
+    Exit 1 when the night would be refused (no server fit for the sizing read, too few
+    sizing keys), as `run` would refuse it."""
     from govern.schedulers.cron import next_fire_time
     from govern.schedulers.history import History
     from govern.schedulers.night import secrets_dir
@@ -64,10 +67,13 @@ def plan(catalog_path: str, policy: str | None, state_path: str | None, as_json:
         document = make_plan(catalog, pool, History(store), policy, base_time=start).to_json()
     if as_json:
         print_json(document)
-        return
-    print_plan(document)
-    for message in document["warnings"]:
-        click.echo(f"govern: warning: {message}", err=True)
+    else:
+        print_plan(document)
+        for message in document["warnings"]:
+            click.echo(f"govern: warning: {message}", err=True)
+    if document.get("refusal"):
+        click.echo(f"govern: the night would be refused: {document['refusal']}", err=True)
+        raise SystemExit(EXIT_FINDINGS)
 
 
 @schedule.command()
@@ -268,6 +274,8 @@ def simulate(
             }
             source = "estimated"
             notes.extend(planned.warnings)
+            if planned.refusal:
+                notes.append(f"`run` would refuse tonight's night: {planned.refusal}")
         else:
             tasks, durations, notes = recorded_inputs(catalog, night)
             source = "recorded"

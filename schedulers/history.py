@@ -262,11 +262,16 @@ class History:
             )
 
     def job_skipped(self, night: int, job: str, reason: str) -> None:
+        self.jobs_skipped(night, [(job, reason)])
+
+    def jobs_skipped(self, night: int, skipped: Sequence[tuple[str, str]]) -> None:
+        """Jobs that will not run tonight, with why: one transaction however many (a failed
+        link of a 2,000-job chain skips the rest at once)."""
         with self._lock, self.store.transaction() as db:
-            db.execute(
+            db.executemany(
                 "UPDATE schedule_jobs SET outcome = 'skipped', reason = ?"
                 " WHERE night_id = ? AND job = ? AND outcome = 'pending'",
-                (reason, night, job),
+                [(reason, night, job) for job, reason in skipped],
             )
 
     def finish_night(
@@ -350,6 +355,25 @@ class History:
             )
         return samples
 
+    def recent_template_keys(self, schedule: str, limit: int) -> list[dict[str, int]]:
+        """The template job counts of the last ``limit`` nights that ran (refused nights
+        left out), newest first, for the key-count floor."""
+        rows = self.store.db.execute(
+            "SELECT summary FROM schedule_nights WHERE schedule = ? AND summary IS NOT NULL"
+            " AND status IN ('ok', 'failed', 'interrupted') ORDER BY id DESC",
+            (schedule,),
+        )
+        out: list[dict[str, int]] = []
+        for row in rows:
+            summary = json.loads(row["summary"])
+            keys = summary.get("template_keys")
+            if summary.get("refused") or not isinstance(keys, dict):
+                continue
+            out.append({str(k): int(v) for k, v in keys.items()})
+            if len(out) >= limit:
+                break
+        return out
+
     def night_ids(
         self, schedule: str | None = None, limit: int = 20, ran_only: bool = False
     ) -> list[int]:
@@ -358,8 +382,11 @@ class History:
         if schedule is not None:
             where.append("schedule = ?")
             args.append(schedule)
-        if ran_only:
+        if ran_only:  # a refused night is failed, but started nothing
             where.append("status IN ('ok', 'failed', 'interrupted')")
+            where.append(
+                "EXISTS (SELECT 1 FROM schedule_attempts a WHERE a.night_id = schedule_nights.id)"
+            )
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self.store.db.execute(
             f"SELECT id FROM schedule_nights{clause} ORDER BY id DESC LIMIT ?", (*args, limit)

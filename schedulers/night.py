@@ -143,6 +143,10 @@ def run_night(
             notify(f"night {night} of {catalog.name} ({day}): {note}")
         else:
             night = history.start_night(label, plan.workers, plan.planned_jobs(), night_date=day)
+        if plan.refusal is not None:
+            if ledger is not None:
+                ledger.finish(key, "failed")
+            return _refuse(history, night, plan, pool)
         bar = is_terminal() if show_progress is None else show_progress
         runner = NightRunner(
             plan,
@@ -172,8 +176,9 @@ def run_night(
             if result.stopped
             else ("ok" if all(o == "ok" for o in result.outcomes.values()) else "failed")
         )
+        notes = [n for n in (note_of(history, night), *result.notes) if n]
         history.finish_night(
-            night, status, night_summary(plan, result, pool), note=note_of(history, night)
+            night, status, night_summary(plan, result, pool), note="; ".join(notes) or None
         )
         if ledger is not None and status != "interrupted":  # interrupted: the standby's to end
             ledger.finish(key, status)
@@ -243,6 +248,21 @@ def dry_run(
     return plan, day, carried.night_id if carried else None
 
 
+def _refuse(history: History, night: int, plan: Plan, pool: ServerPool) -> dict[str, Any]:
+    """A night that must not run (plan.refusal): recorded as failed, every job skipped with
+    the reason, nothing started. Loud: the reason is the night's note and a warning."""
+    assert plan.refusal is not None
+    reason = f"the night was refused: {plan.refusal}"
+    names = [j.name for j in plan.catalog.jobs]
+    history.jobs_skipped(night, [(name, reason) for name in names])
+    result = NightResult({}, dict.fromkeys(names, "skipped"), {}, stopped=False)
+    history.finish_night(night, "failed", night_summary(plan, result, pool), note=plan.refusal)
+    warn(f"night {night} of {plan.catalog.name} refused: {plan.refusal}")
+    document = history.night(night)
+    assert document is not None
+    return document
+
+
 def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str, Any]:
     """What the night is judged by, stored with it (docs/json.md, ``summary``)."""
     weights = {j.name: j.weight for j in plan.catalog.jobs}
@@ -262,4 +282,6 @@ def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str
             w.spec.name: round(w.guard.held_seconds if w.guard else 0.0, 3) for w in pool.workers
         },
         "warnings": plan.warnings,
+        "template_keys": plan.template_keys,
+        "refused": plan.refusal is not None,
     }

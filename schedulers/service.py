@@ -382,6 +382,7 @@ class NightService:
                 f" makespan {summary.get('makespan_s', 0):.1f}s, done at half the makespan"
                 f" {summary.get('done_at_half_makespan', 0):.1%}"
                 + (f", waited for replica lag: {waits}" if waits else "")
+                + (f"; {night['note']}" if night.get("note") else "")
                 + self._next_night()
             )
 

@@ -83,7 +83,16 @@ def _build(r: Reader, data: Mapping[str, Any]) -> Catalog:
         query=r.string(sizing_data, "query", "sizing"),
         server=r.string(sizing_data, "server", "sizing"),
         line=r.line("sizing", "query"),
+        fallback=r.names(sizing_data, "fallback", "sizing"),
+        max_lag=r.duration(sizing_data, "max_lag", None, "sizing"),
+        key_floor=r.number(sizing_data, "key_floor", 0.5, "sizing"),
     )
+    if sizing.key_floor > 1:
+        raise r.fail(
+            f"key_floor is a share of recent nights' keys (0 to 1), got {sizing.key_floor:g}",
+            "sizing",
+            "key_floor",
+        )
     primary = None
     if "primary" in data:
         primary = _connection(r, r.table(data["primary"], "primary", "primary"), "primary")
@@ -95,6 +104,14 @@ def _build(r: Reader, data: Mapping[str, Any]) -> Catalog:
             "sizing",
             "server",
         )
+    for server in sizing.fallback or ():
+        if server not in servers:
+            raise r.fail(
+                f"sizing.fallback {server!r} is not a worker"
+                + (" or the primary" if primary is not None else ""),
+                "sizing",
+                "fallback",
+            )
     estimate = r.table(data.get("estimate", {}), "estimate", "estimate")
     return Catalog(
         path=r.path,
@@ -314,7 +331,18 @@ def _lag_guard(r: Reader, data: Any) -> LagGuard | None:
         heartbeat_table=table,
         heartbeat_utc=r.boolean(data, "heartbeat_utc", False, "lag_guard"),
         check_interval=r.duration(data, "check_interval", 5.0, "lag_guard") or 1.0,
+        max_wait=_max_wait(r, data),
     )
+
+
+def _max_wait(r: Reader, data: Mapping[str, Any]) -> float | None:
+    """``max_wait = "30m"`` (the default), or ``"forever"`` to wait as long as a replica lags."""
+    if data.get("max_wait") == "forever":
+        return None
+    value = r.duration(data, "max_wait", 1800.0, "lag_guard")
+    if not value:
+        raise r.fail('max_wait must be a duration > 0 or "forever"', "lag_guard", "max_wait")
+    return value
 
 
 def _throttle(r: Reader, data: Any) -> ThrottleSpec | None:
