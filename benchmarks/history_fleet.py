@@ -41,7 +41,6 @@ from typing import Any
 from govern.fingerprint import query_id
 from govern.history.mysql import MysqlStore
 from govern.history.sql import SqlStore
-from govern.history.sqlite import SqliteStore
 from govern.history.store import open_store
 
 REPO = Path(__file__).resolve().parent.parent
@@ -106,41 +105,64 @@ def replicate(
     (not a figure of the store)."""
     began = time.perf_counter()
     source = day_text(0)
-    columns = "class_id, count, query_time, qt_max, qt_sketch, state"
+    day_rows = read_rows(store, "history_day_classes", "host = 'db00' AND day = ?", (source,))
+    day_head = read_rows(store, "history_days", "host = 'db00' AND day = ?", (source,))
+    fleet_rows = read_rows(store, "history_fleet_classes", "day = ?", (source,))
+    fleet_head = read_rows(store, "history_fleet_days", "day = ?", (source,))
     for day in range(days):
         for host in range(hosts if day == 0 or later_hosts is None else later_hosts):
             if day == 0 and host < ingest_hosts:
                 continue
             name, target = f"db{host:02d}", day_text(day)
             with store._transaction():
-                store.run(
-                    f"INSERT INTO history_day_classes (host, day, {columns})"
-                    f" SELECT ?, ?, {columns} FROM history_day_classes WHERE host = 'db00' AND day = ?",
-                    (name, target, source),
-                )
-                store.run(
-                    "INSERT INTO history_days (host, day, stale, version, pruned, events,"
-                    " query_time, qt_sketch, meta, rolled_at) SELECT ?, ?, 0, 1, 1, events,"
-                    " query_time, qt_sketch, meta, rolled_at FROM history_days"
-                    " WHERE host = 'db00' AND day = ?",
-                    (name, target, source),
-                )
+                copy_rows(store, "history_day_classes", ("host", "day"), (name, target), day_rows)
+                copy_rows(store, "history_days", ("host", "day"), (name, target), day_head)
         if day == 0:
             continue
         target = day_text(day)
         with store._transaction():
-            store.run(
-                f"INSERT INTO history_fleet_classes (day, {columns}, hosts)"
-                f" SELECT ?, {columns}, hosts FROM history_fleet_classes WHERE day = ?",
-                (target, source),
-            )
-            store.run(
-                "INSERT INTO history_fleet_days (day, stale, version, events, query_time,"
-                " qt_sketch, meta, hosts, rolled_at) SELECT ?, 0, 1, events, query_time,"
-                " qt_sketch, meta, hosts, rolled_at FROM history_fleet_days WHERE day = ?",
-                (target, source),
-            )
+            copy_rows(store, "history_fleet_classes", ("day",), (target,), fleet_rows)
+            copy_rows(store, "history_fleet_days", ("day",), (target,), fleet_head)
     return time.perf_counter() - began
+
+
+def read_rows(
+    store: SqlStore, table: str, where: str, args: tuple[Any, ...]
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    columns = [row[1] for row in _columns(store, table)]
+    return columns, store.run(f"SELECT {', '.join(columns)} FROM {table} WHERE {where}", args)
+
+
+def _columns(store: SqlStore, table: str) -> list[tuple[Any, ...]]:
+    if isinstance(store, MysqlStore):
+        rows = store.run(
+            "SELECT ordinal_position, column_name FROM information_schema.columns"
+            " WHERE table_schema = DATABASE() AND table_name = ? ORDER BY ordinal_position",
+            (table,),
+        )
+        return [(int(a), str(b)) for a, b in rows]
+    return [(row[0], row[1]) for row in store.run(f"PRAGMA table_info({table})")]
+
+
+def copy_rows(
+    store: SqlStore,
+    table: str,
+    keys: tuple[str, ...],
+    values: tuple[Any, ...],
+    rows: tuple[list[str], list[tuple[Any, ...]]],
+) -> None:
+    """``rows`` of ``table`` inserted again with ``keys`` set to ``values``."""
+    columns, data = rows
+    if not data:
+        return
+    where = [columns.index(key) for key in keys]
+    made = []
+    for row in data:
+        changed = list(row)
+        for index, value in zip(where, values, strict=True):
+            changed[index] = value
+        made.append(changed)
+    store._insert(table, columns, made)
 
 
 def size_of(store: SqlStore, table: str) -> tuple[int, int]:
@@ -180,7 +202,8 @@ def main() -> int:
 
     store = open_store(args.store)
     assert isinstance(store, SqlStore)
-    if store.run("SELECT COUNT(*) FROM history_buckets")[0][0]:
+    reuse = bool(store.run("SELECT COUNT(*) FROM history_day_classes")[0][0])
+    if store.run("SELECT COUNT(*) FROM history_buckets")[0][0] and not reuse:
         print(f"{store.url}: not empty; give a fresh store", file=sys.stderr)
         return 2
     kind = "MariaDB" if isinstance(store, MysqlStore) else "SQLite"
@@ -196,21 +219,41 @@ def main() -> int:
         for host in range(args.ingest_hosts)
         for hour in range(24)
     ]
+    if reuse:  # a run stopped after its host roll-up: go on from there
+        print("reusing the ingest and host-day roll-up of an earlier run:")
+        store.run("DELETE FROM history_days WHERE host <> 'db00'")
+        store.run("DELETE FROM history_day_classes WHERE host <> 'db00'")
+        for table in (
+            "history_fleet_classes",
+            "history_fleet_days",
+            "history_fleet_blocks",
+            "history_fleet_block_classes",
+        ):
+            store.run(f"DELETE FROM {table}")
+        store.run("INSERT INTO history_fleet_days (day) VALUES (?)", (day0,))
     _, seconds = timed(
-        lambda: [store.write(host, start, at(bucket, host, start)) for host, start in documents]
+        lambda: (
+            None
+            if reuse
+            else [store.write(host, start, at(bucket, host, start)) for host, start in documents]
+        )
     )
     rows = len(documents) * args.classes
-    print(
-        f"ingest: {len(documents)} buckets ({rows:,} class-buckets) in {seconds:.1f} s:"
-        f" {len(documents) / seconds:.2f} buckets/s, {rows / seconds:,.0f} class-buckets/s"
-    )
+    if not reuse:
+        print(
+            f"ingest: {len(documents)} buckets ({rows:,} class-buckets) in {seconds:.1f} s:"
+            f" {len(documents) / seconds:.2f} buckets/s, {rows / seconds:,.0f} class-buckets/s"
+        )
     size, stored = size_of(store, "history_classes")
-    print(f"size: history_classes {size / 2**20:.1f} MiB for {stored:,} rows: {size / stored:,.0f} B per class-bucket")
+    print(
+        f"size: history_classes {size / 2**20:.1f} MiB for {stored:,} rows: {size / stored:,.0f} B per class-bucket"
+    )
 
     # --- roll-ups --------------------------------------------------------------------
     now = dt.datetime.combine(FIRST_DAY, dt.time()) + dt.timedelta(days=2)
-    done, seconds = timed(lambda: store.roll_up(now, host="db00"))
-    print(f"roll-up of one host-day ({24 * args.classes:,} class-buckets): {seconds:.1f} s")
+    done, seconds = timed(lambda: None if reuse else store.roll_up(now, host="db00"))
+    if not reuse:
+        print(f"roll-up of one host-day ({24 * args.classes:,} class-buckets): {seconds:.1f} s")
     replicate_seconds = 0.0
     if args.hosts > args.ingest_hosts:
         replicate_seconds = replicate(store, args.hosts, 1, args.ingest_hosts)
@@ -229,6 +272,10 @@ def main() -> int:
         f" host-day roll-ups {size / 2**20:.0f} MiB ({size / max(stored, 1):,.0f} B per class-day),"
         f" fleet-day roll-ups {fleet_size / 2**20:.0f} MiB ({fleet_size / max(fleet_rows, 1):,.0f} B per class-day)"
     )
+    store.run("UPDATE history_fleet_days SET stale = 0")
+    end = dt.datetime.combine(FIRST_DAY, dt.time()) + dt.timedelta(days=args.days + 1)
+    done, seconds = timed(lambda: store.roll_up(end))
+    print(f"fleet blocks of 2-64 days built: {done.blocks} in {seconds:.1f} s")
     hourly = args.hosts * args.days * 24 * args.classes
     print(f"stands for: {hourly:,} hourly class-buckets")
 

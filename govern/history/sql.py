@@ -784,14 +784,21 @@ class SqlStore:
                 total = sum(versions[d] for d in known)
                 if have.get((inside[0], span)) == total:
                     continue
-                parts = (inside[0], inside[span // 2])
+                parts = tuple(
+                    part
+                    for part, days_of in (
+                        (inside[0], inside[: span // 2]),
+                        (inside[span // 2], inside[span // 2 :]),
+                    )
+                    if any(d in versions for d in days_of)  # a half without buckets adds nothing
+                )
                 if span > 2 and not all((part, span // 2) in halves for part in parts):
                     continue
                 self._roll_up_block(inside[0], span, total, parts)
                 built += 1
         return built
 
-    def _roll_up_block(self, day: str, span: int, versions: int, parts: tuple[str, str]) -> None:
+    def _roll_up_block(self, day: str, span: int, versions: int, parts: tuple[str, ...]) -> None:
         merger = Merger()
         shares: dict[str, dict[str, list[int]]] = {}
         for part in parts:
