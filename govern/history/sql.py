@@ -31,8 +31,8 @@ from govern.digest.report import HostShare, Report
 from govern.digest.result import Digest
 from govern.errors import UsageError
 from govern.history.merging import Merger
+from govern.history.model import TOP_HOSTS, Point
 from govern.history.rows import BucketRows, bucket_rows, merged_sketch, pack, unpack
-from govern.history.store import TOP_HOSTS, Point
 
 FORMAT = "%Y-%m-%d %H:%M:%S"
 DAY = 86400
