@@ -30,7 +30,7 @@ from govern.digest.document import full_document
 from govern.digest.report import HostShare, Report
 from govern.digest.result import Digest
 from govern.errors import UsageError
-from govern.history.merging import Merger
+from govern.history.merging import Merger, no_collection
 from govern.history.model import TOP_HOSTS, Point
 from govern.history.rows import BucketRows, bucket_rows, merged_sketch, pack, unpack
 
@@ -413,8 +413,9 @@ class SqlStore:
         selected, fleet = self._selection(since, until, hosts, host)
         merger = Merger()
         shares: dict[str, dict[str, list[int]]] = {}
-        for meta, classes in self._units(since, until, selected, fleet, shares):
-            merger.add(meta, classes)
+        with no_collection():
+            for meta, classes in self._units(since, until, selected, fleet, shares):
+                merger.add(meta, classes)
         digest = merger.digest(order_by=order_by, max_classes=max_classes)
         digest.since, digest.until = stamp(since), stamp(until)
         digest.top_hosts = {
@@ -726,6 +727,10 @@ class SqlStore:
     def roll_up(self, now: dt.datetime | None = None, *, host: str | None = None) -> RollUp:
         """Roll up every stale host-day that ended ROLL_UP_AFTER ago (``host``: only its),
         then every fleet day whose host-days are all fresh."""
+        with no_collection():
+            return self._roll_up(now, host)
+
+    def _roll_up(self, now: dt.datetime | None, host: str | None) -> RollUp:
         began = dt.datetime.now()
         now = now or began
         latest = (now - dt.timedelta(seconds=ROLL_UP_AFTER + DAY)).date().isoformat()
