@@ -378,10 +378,14 @@ class SqlStore:
     def _selection(
         self, since: dt.datetime, until: dt.datetime, hosts: str | None, host: str | None
     ) -> tuple[list[str], bool]:
-        """The hosts a report covers, and whether that is the whole fleet (no filter)."""
+        """The hosts a report covers, and whether that is every host of the window (then
+        the fleet's roll-ups hold exactly them)."""
+        every = self.hosts(since, until)
         if host is not None:
-            return ([host] if host in self.hosts(since, until) else []), False
-        return self.hosts(since, until, hosts), hosts is None
+            selected = [host] if host in every else []
+        else:
+            selected = every if hosts is None else self.hosts(since, until, hosts)
+        return selected, bool(selected) and selected == every
 
     def report(
         self,
