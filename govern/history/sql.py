@@ -192,6 +192,17 @@ MIGRATIONS = [
         "history_0003_fleet_blocks",
         {"sqlite": _blocks(**_SQLITE), "mysql": _blocks(**_MYSQL)},
     ),
+    # series of one class (govern regressions, trends) read by class, not by host
+    Migration(
+        "history_0004_by_class",
+        dict.fromkeys(
+            ("sqlite", "mysql"),
+            """
+            CREATE INDEX history_classes_by_class ON history_classes (class_id, start);
+            CREATE INDEX history_day_classes_by_class ON history_day_classes (class_id, day)
+            """,
+        ),
+    ),
 ]
 #: Fleet roll-ups of aligned blocks of days (2, 4 … 64 days, each the merge of its halves):
 #: a window of whole days reads at most two blocks of each span instead of a row a day.
