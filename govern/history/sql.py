@@ -320,14 +320,27 @@ class SqlStore:
         return f"{self.url}: {host} {start}"
 
     def _replace_bucket(self, host: str, start: str, seconds: int, rows: BucketRows) -> None:
-        self.run("DELETE FROM history_classes WHERE host = ? AND start = ?", (host, start))
-        self.run("DELETE FROM history_buckets WHERE host = ? AND start = ?", (host, start))
-        self.run(
+        # The bucket's row first, inserted or updated: its lock makes a second writer of the
+        # same bucket wait until this one commits, then delete what this one wrote (without
+        # it, both would find no classes to delete and the second insert would collide).
+        values = (host, start, seconds, rows.events, rows.query_time, rows.qt_sketch, rows.meta,
+                  stamp(dt.datetime.now()))  # fmt: skip
+        head = (
             "INSERT INTO history_buckets (host, start, seconds, events, query_time, qt_sketch,"
-            " meta, written_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (host, start, seconds, rows.events, rows.query_time, rows.qt_sketch, rows.meta,
-             stamp(dt.datetime.now())),
-        )  # fmt: skip
+            " meta, written_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        if self.dialect == "mysql":
+            self.run(
+                head + " ON DUPLICATE KEY UPDATE seconds = VALUES(seconds),"
+                " events = VALUES(events), query_time = VALUES(query_time),"
+                " qt_sketch = VALUES(qt_sketch), meta = VALUES(meta),"
+                " written_at = VALUES(written_at)",
+                values,
+            )
+        else:  # one writer at a time (BEGIN IMMEDIATE)
+            self.run("DELETE FROM history_buckets WHERE host = ? AND start = ?", (host, start))
+            self.run(head, values)
+        self.run("DELETE FROM history_classes WHERE host = ? AND start = ?", (host, start))
         self._insert(
             "history_classes",
             ("host", "start", "class_id", "count", "query_time", "qt_max", "qt_sketch", "state"),
