@@ -1,0 +1,125 @@
+"""The digest page's trends over a history store: count, total time, p95 and p99 per hour
+(or day), for the whole server and the top classes, with ``govern run`` jobs and nightly
+schedule runs drawn on them ("p99 rose at 02:00: the summary build on this replica").
+
+The jobs and nights are read from govern's state file (the run and schedule features'
+records), as plain :class:`Window` marks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from govern import units
+from govern.charts import Window, time_chart
+from govern.charts.svg import PALETTE
+from govern.history.trends import Trend
+from govern.html.components import note
+from govern.html.markup import Markup, join, tag
+from govern.reports.windows import epoch
+
+RUN_COLOUR = PALETTE[3]
+NIGHT_COLOUR = PALETTE[2]
+#: Nights read from the state file (newest first).
+NIGHTS = 1000
+
+
+def recorded_marks(state_path: str | None) -> list[Window]:
+    """Every ``govern run`` job and schedule night in the state file (none without one;
+    reading never creates it)."""
+    from govern.schedulers.history import History
+    from govern.state import StateStore, default_state_path
+    from govern.wrappers import journal
+
+    target = Path(state_path) if state_path else default_state_path()
+    if not target.is_file():
+        return []
+    marks: list[Window] = []
+    with StateStore.open(target) as store:
+        for run in journal.history(store):
+            marks.append(
+                Window(
+                    epoch(run.started_at),
+                    epoch(run.ended_at) if run.ended_at else None,
+                    f"run: {run.name}",
+                    f"govern run {run.name} ({run.outcome or run.state})"
+                    + (f" on {run.server}" if run.server else ""),
+                    server=run.server,
+                    colour=RUN_COLOUR,
+                )
+            )
+        for night in History(store).nights(limit=NIGHTS):
+            if not night.get("started_at"):
+                continue
+            marks.append(
+                Window(
+                    epoch(night["started_at"]),
+                    epoch(night["finished_at"]) if night.get("finished_at") else None,
+                    f"night: {night['schedule']}",
+                    f"govern schedule night {night['id']} of {night['schedule']}"
+                    f" ({night['status']}, {len(night['jobs'])} jobs)",
+                    colour=NIGHT_COLOUR,
+                )
+            )
+    return marks
+
+
+def in_span(marks: Sequence[Window], trend: Trend) -> list[Window]:
+    if not trend.times:
+        return []
+    first, last = trend.times[0], trend.times[-1] + trend.step
+    return [m for m in marks if m.start <= last and (m.end is None or m.end >= first)]
+
+
+def trends_section(trends: Sequence[Trend], marks: Sequence[Window]) -> Markup:
+    """One block per trend: four charts over the same steps, the marks on each."""
+    if not trends or trends[0].empty:
+        return note("The store has no bucket in this time range: no trend to draw.")
+    per = "hour" if trends[0].step == 3600 else "day"
+    shown = in_span(marks, trends[0])
+    parts: list[object] = [
+        note(
+            f"Per {per}, from the stored buckets (p95 and p99 from each {per}'s merged sketch)."
+            + (
+                f" Marked: {units.plural(len(shown), 'govern run job or schedule night', 'govern run jobs and schedule nights')}"
+                " recorded in the state file."
+                if shown
+                else " No govern run job or schedule night is recorded for this time range."
+            )
+        )
+    ]
+    for trend in trends:
+        parts.append(tag("h3", trend.title))
+        if trend.empty:
+            parts.append(note("No event in this time range."))
+            continue
+        parts.append(_charts(trend, shown))
+    return join(parts)
+
+
+def _charts(trend: Trend, marks: Sequence[Window]) -> Markup:
+    def seconds(value: float) -> str:
+        return units.duration(value, "spaced")
+
+    what = "whole server" if trend.class_id is None else trend.class_id[-16:]
+    per = "hour" if trend.step == 3600 else "day"
+    charts = [
+        (trend.count, f"Queries per {per} ({what})", lambda v: units.count(v, "significant")),
+        (trend.total, f"Query time per {per} ({what})", seconds),
+        (trend.p95, f"p95 query time ({what})", seconds),
+        (trend.p99, f"p99 query time ({what})", seconds),
+    ]
+    return join(
+        time_chart(
+            trend.times,
+            values,
+            label=label,
+            unit=unit,
+            step=trend.step,
+            windows=marks,
+            colour=PALETTE[index % 2],
+            height=150,
+        )
+        for index, (values, label, unit) in enumerate(charts)
+    )
