@@ -243,6 +243,10 @@ class ReportClass:
                 ClassFinding(f["rule"], f["name"], f["severity"], f["message"], f["evidence"])
                 for f in item.get("findings", ())
             ],
+            top_hosts=[
+                HostShare(share["host"], share["count"], share["query_time"])
+                for share in item.get("top_hosts", ())
+            ],
         )
 
 
