@@ -13,7 +13,13 @@ from govern.digest.filters import parse_filters, parse_time
 from govern.digest.options import DigestOptions
 from govern.errors import EXIT_FINDINGS, UsageError
 from govern.output import info, is_terminal, warn
-from govern.reports.digest_run import FORMATS, ReportOptions, digest_logs, merge_saved
+from govern.reports.digest_run import (
+    FORMATS,
+    ReportOptions,
+    digest_logs,
+    digest_store,
+    merge_saved,
+)
 
 if TYPE_CHECKING:
     from govern.rules.digest import DigestRuleOptions
@@ -217,7 +223,17 @@ class _DigestCommand(click.Command):
     metavar="KEY=GLOB",
     help="Keep events whose db, user, host, fingerprint or id matches (=, != or ~REGEX). Repeatable.",
 )
-@click.option("--host", metavar="NAME", help="Label these logs with the server they come from.")
+@click.option(
+    "--host",
+    metavar="NAME",
+    help="Label these logs with the server they come from (with --store: only hosts matching this glob).",
+)
+@click.option(
+    "--store",
+    metavar="URL",
+    help="Report over a history store's buckets instead of logs (sqlite:PATH, sqlite: for the"
+    " default file, or mysql://HOST/SCHEMA?defaults-file=PATH); --since defaults to 7d.",
+)
 @click.option(
     "--jobs",
     type=click.IntRange(min=0),
@@ -233,6 +249,7 @@ def digest(
     until: str | None,
     filter_texts: tuple[str, ...],
     host: str | None,
+    store: str | None,
     jobs: int,
     rule_options: DigestRuleOptions | None,
 ) -> None:
@@ -252,10 +269,30 @@ def digest(
       govern digest compare before.json after.json [--format text|json|md|html]
     A page with charts and govern run's blind windows shaded:
       govern digest FILE --format html -o report.html
+    A week of a history store's buckets (govern collect --store), hosts db*:
+      govern digest --store mysql://dbadmin/govern_history --since 7d --host 'db*'
 
     Exit codes: 0 ok, 1 findings at or above --fail-on, 2 bad option, config
     or unreadable input.
     """
+    if store is not None:
+        if inputs:
+            raise UsageError("--store: reports over the store's buckets, give no FILE too")
+        if filter_texts:
+            raise UsageError("--filter: not with --store (the store keeps classes, not events)")
+        code = digest_store(
+            store,
+            report,
+            rule_options,
+            since=parse_time("--since", since or "7d"),
+            until=parse_time("--until", until) if until else _now(),
+            hosts=host,
+            order_by=order_by,
+            max_classes=max_classes,
+        )
+        if code:
+            raise SystemExit(EXIT_FINDINGS)
+        return
     options = DigestOptions(
         order_by=order_by,
         max_classes=max_classes,
@@ -269,6 +306,12 @@ def digest(
     _say_engine()
     if digest_logs(inputs, options, report, rule_options):
         raise SystemExit(EXIT_FINDINGS)
+
+
+def _now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _say_engine() -> None:

@@ -28,6 +28,7 @@ from typing import Any
 from govern import sketch
 from govern.digest.document import full_document
 from govern.digest.report import HostShare, Report
+from govern.digest.result import Digest
 from govern.errors import UsageError
 from govern.history.merging import Merger
 from govern.history.rows import BucketRows, bucket_rows, merged_sketch, pack, unpack
@@ -361,7 +362,7 @@ class SqlStore:
         host: str | None = None,
         max_classes: int = 10_000,
         order_by: str = "Query_time:sum",
-    ) -> Any:
+    ) -> Digest:
         """The merged :class:`govern.digest.result.Digest` of the window, with each class's
         costliest hosts (``top_hosts``) and the store's window (``store``)."""
         selected, fleet = self._selection(since, until, hosts, host)
@@ -730,20 +731,21 @@ class SqlStore:
                     "UPDATE history_days SET pruned = 1 WHERE host = ? AND day = ?", (name, day)
                 )
             pruned += 1
-        old_days = {
-            _text(row[0])
-            for row in self.run(
-                "SELECT DISTINCT day FROM history_days WHERE day < ?", (keep_before,)
-            )
-        }
-        with self._transaction():
-            for table in ("history_classes", "history_buckets"):
-                self.run(f"DELETE FROM {table} WHERE start < ?", (keep_before + " 00:00:00",))
-            for table in (
-                "history_day_classes",
-                "history_days",
-                "history_fleet_classes",
-                "history_fleet_days",
-            ):
-                self.run(f"DELETE FROM {table} WHERE day < ?", (keep_before,))
+        old = self.run("SELECT host, day FROM history_days WHERE day < ?", (keep_before,))
+        for name, day in old:  # a host-day at a time: every delete walks a primary key
+            low = _text(day) + " 00:00:00"
+            high = stamp(_day_start(_text(day)) + dt.timedelta(days=1))
+            with self._transaction():
+                for table in ("history_classes", "history_buckets"):
+                    self.run(
+                        f"DELETE FROM {table} WHERE host = ? AND start >= ? AND start < ?",
+                        (name, low, high),
+                    )
+                self.run("DELETE FROM history_day_classes WHERE host = ? AND day = ?", (name, day))
+                self.run("DELETE FROM history_days WHERE host = ? AND day = ?", (name, day))
+        old_days = {_text(day) for _, day in old}
+        for day in sorted(old_days):
+            with self._transaction():
+                self.run("DELETE FROM history_fleet_classes WHERE day = ?", (day,))
+                self.run("DELETE FROM history_fleet_days WHERE day = ?", (day,))
         return Retained(pruned, len(old_days))

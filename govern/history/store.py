@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from govern.digest.report import Report
+from govern.digest.result import Digest
 from govern.errors import UsageError
 
 #: How many hosts a report lists per class (the most expensive first).
@@ -32,7 +33,7 @@ class Point:
     of the step (None: no event had a Query_time).
     """
 
-    start: datetime  # UTC, naive (the bucket clock of govern collect)
+    start: datetime  # naive, the logs' clock (as govern collect's buckets)
     host: str | None
     class_id: str | None
     count: int
@@ -67,6 +68,21 @@ class HistoryStore(Protocol):
     ) -> Report:
         """Buckets starting in [since, until) merged into one digest (``hosts`` a glob,
         ``host`` one host exactly); each class's ``top_hosts`` lists the costliest hosts."""
+        ...
+
+    def digest(
+        self,
+        since: datetime,
+        until: datetime,
+        *,
+        hosts: str | None = None,
+        host: str | None = None,
+        max_classes: int = 10_000,
+        order_by: str = "Query_time:sum",
+    ) -> Digest:
+        """What :meth:`report` reads, before it becomes a report: the merged
+        :class:`govern.digest.result.Digest` (``top_hosts`` and ``store`` set), for the
+        digest rules and every report format."""
         ...
 
     def series(

@@ -106,6 +106,42 @@ def merge_saved(
     return render_digest(merged, report, rules, stream)
 
 
+def digest_store(
+    url: str,
+    report: ReportOptions,
+    rules: DigestRuleOptions | None,
+    *,
+    since: str,
+    until: str,
+    hosts: str | None = None,
+    order_by: str = "Query_time:sum",
+    max_classes: int = 10_000,
+    stream: IO[str] | None = None,
+) -> int:
+    """``govern digest --store URL``: the buckets of [since, until) (log time, as
+    ``YYYY-MM-DD HH:MM:SS``) merged, of the hosts matching the glob ``hosts``, then as
+    :func:`digest_logs`."""
+    import datetime as dt
+
+    from govern.history.store import open_store
+
+    parse_order_by(order_by)
+    report.check()
+    low = dt.datetime.strptime(since, "%Y-%m-%d %H:%M:%S")
+    high = dt.datetime.strptime(until, "%Y-%m-%d %H:%M:%S")
+    if low >= high:
+        raise UsageError(f"--since {since} is not before --until {until}")
+    store = open_store(url)
+    try:
+        digest = store.digest(low, high, hosts=hosts, max_classes=max_classes, order_by=order_by)
+    finally:
+        store.close()
+    if not digest.store or not digest.store.get("hosts"):
+        where = f" of hosts matching {hosts!r}" if hosts else ""
+        warn(f"{store.url}: no buckets{where} between {since} and {until}")
+    return render_digest(digest, report, rules, stream)
+
+
 def render_digest(
     digest: Digest,
     report: ReportOptions,

@@ -48,6 +48,8 @@ ALLOWED = {
     ("rules", "govern.digest.classes"): "the digest rules read classes through its protocol",
     ("reports", "digest"): "renderers read the report model; digest_run drives the digest",
     ("govern.reports.digest_run", "rules"): "digest -> rules -> render applies the digest rules",
+    ("govern.reports.digest_run", "history"): "govern digest --store reads the history store",
+    ("collect", "history"): "govern collect --store writes closed buckets into the history store",
     ("govern.reports.digest_run", "wrappers"): "the run feature hands its blind windows and holds",
     ("collect", "digest"): "the collector feeds the digest engines and writes digest documents",
     ("history", "digest"): "the history store merges and reports digest aggregates",
