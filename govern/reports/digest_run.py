@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
@@ -26,6 +26,7 @@ from govern.errors import UsageError
 from govern.output import print_json, warn
 
 if TYPE_CHECKING:
+    from govern.html.markup import Markup
     from govern.reports.compare import Comparison
     from govern.rules.digest import DigestRuleOptions
 
@@ -139,7 +140,24 @@ def digest_store(
     if not digest.store or not digest.store.get("hosts"):
         where = f" of hosts matching {hosts!r}" if hosts else ""
         warn(f"{store.url}: no buckets{where} between {since} and {until}")
-    return render_digest(digest, report, rules, stream)
+
+    def trends(model: Report) -> Markup:
+        """The page's Trends: the whole server and its top classes, hour by hour."""
+        from govern.history.trends import trends as read_trends
+        from govern.reports.trends_html import TREND_CLASSES, recorded_marks, trends_section
+
+        top = sorted(model.classes, key=lambda c: (-c.total_time, c.id))[:TREND_CLASSES]
+        titles = [
+            (c.id, f"{rank}. {c.id[-16:]} {c.fingerprint[:100]}") for rank, c in enumerate(top, 1)
+        ]
+        again = open_store(url)
+        try:
+            found = read_trends(again, low, high, titles, hosts=hosts)
+        finally:
+            again.close()
+        return trends_section(found, recorded_marks(report.state_path))
+
+    return render_digest(digest, report, rules, stream, trends=trends)
 
 
 def render_digest(
@@ -147,9 +165,11 @@ def render_digest(
     report: ReportOptions,
     rules: DigestRuleOptions | None,
     stream: IO[str] | None = None,
+    *,
+    trends: Callable[[Report], Markup] | None = None,
 ) -> int:
     """Run the rules over a digest and write its report; the exit code as
-    :func:`digest_logs`'s.
+    :func:`digest_logs`'s. ``trends`` makes the html page's Trends section (over a store).
 
     The document's classes are built one at a time, as the rules and the report read
     them (each pass builds them again): no moment holds every class document."""
@@ -176,7 +196,8 @@ def render_digest(
 
         recorded = windows_from_history(recorded_history(report.state_path), "state file")
         windows = recorded + load_windows(report.window_files)
-        write_page(digest_report(model, windows=windows, top=top), report.output)
+        section = trends(model) if trends is not None else None
+        write_page(digest_report(model, windows=windows, top=top, trends=section), report.output)
     elif report.output_format == "md":
         from govern.reports import markdown
 

@@ -21,6 +21,8 @@ from govern.reports.windows import epoch
 
 RUN_COLOUR = PALETTE[3]
 NIGHT_COLOUR = PALETTE[2]
+#: Classes with their own trend (the costliest of the report).
+TREND_CLASSES = 5
 #: Nights read from the state file (newest first).
 NIGHTS = 1000
 
@@ -111,15 +113,20 @@ def _charts(trend: Trend, marks: Sequence[Window]) -> Markup:
         (trend.p99, f"p99 query time ({what})", seconds),
     ]
     return join(
-        time_chart(
-            trend.times,
-            values,
-            label=label,
-            unit=unit,
-            step=trend.step,
-            windows=marks,
-            colour=PALETTE[index % 2],
-            height=150,
+        join(
+            [
+                note(label),
+                time_chart(
+                    trend.times,
+                    values,
+                    label=label,
+                    unit=unit,
+                    step=trend.step,
+                    windows=marks,
+                    colour=PALETTE[index % 2],
+                    height=150,
+                ),
+            ]
         )
         for index, (values, label, unit) in enumerate(charts)
     )
