@@ -132,7 +132,8 @@ class MysqlStore(SqlStore):
     def _session(self) -> None:
         if not self.target.log_bin:
             try:
-                self._execute("SET SESSION sql_log_bin = 0")
+                with self.conn.cursor() as cur:
+                    cur.execute("SET SESSION sql_log_bin = 0")
             except pymysql.err.MySQLError as exc:
                 raise ServerError(
                     f"{self.url}: cannot keep the store's writes out of the binlog"
@@ -142,8 +143,9 @@ class MysqlStore(SqlStore):
         self._execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
         schema = self.target.schema
         try:
-            self._execute(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
-            self._execute(f"USE `{schema}`")
+            with self.conn.cursor() as cur:
+                cur.execute(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
+                cur.execute(f"USE `{schema}`")
         except pymysql.err.MySQLError as exc:
             raise ServerError(
                 f"{self.url}: cannot use schema {schema}: {error_text(exc)}"
@@ -188,8 +190,8 @@ class MysqlStore(SqlStore):
             with self.conn.cursor() as cur:
                 cur.execute(sql, tuple(args) if args else None)
                 return list(cur.fetchall())
-        except pymysql.err.OperationalError as exc:
-            if exc.args and exc.args[0] in RETRIED:
+        except pymysql.err.MySQLError as exc:
+            if isinstance(exc, pymysql.err.OperationalError) and exc.args[:1] in ((1213,), (1205,)):
                 raise
             raise ServerError(f"{self.url}: {error_text(exc)}") from None
 

@@ -27,7 +27,7 @@ from tests.docs.support import (
     schema,
 )
 from tests.harness import MariaDB
-from tests.history.support import UNTIL, fill
+from tests.history.generated import UNTIL, fill
 from tests.paths import REPO
 
 EXAMPLE_LOG = REPO / "examples" / "mariadb-slow.log"

@@ -1,57 +1,56 @@
-"""A history store of generated buckets: two hosts, hours over seven days and a window."""
+"""Bucket documents from real logs, and both backends of the history store to run them on."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
-from datetime import datetime, timedelta
+import secrets
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
-from govern.digest.document import full_document
-from govern.digest.options import DigestOptions
-from govern.digest.runner import digest_bytes
-from govern.history.store import open_store
+from tests.harness import MariaDB
+from tests.paths import CORPUS, SLOWLOGS
 
-UNTIL = datetime(2026, 11, 27, 6, 0)
-CHANGED = UNTIL - timedelta(hours=5)
-FAST = "SELECT name FROM users WHERE id = 7"
-SLOW = "SELECT SUM(amount) FROM orders WHERE customer = 42"
+#: The shipped corpus log (10,328 events over two minutes), else a small one of the repo.
+LOG = CORPUS / "mariadb" / "mixed-workload.log"
 
 
-def hour_log(at: datetime, times: dict[str, float], count: int = 30) -> bytes:
-    """A MariaDB slow log of one hour: ``count`` events of each statement."""
-    lines = [f"# Time: {at:%y%m%d %H:%M:%S}"]
-    for statement, seconds in times.items():
-        for n in range(count):
-            lines += [
-                "# User@Host: app[app] @ localhost []",
-                "# Thread_id: 7  Schema: app  QC_hit: No",
-                f"# Query_time: {seconds * (1 + n / 100):.6f}  Lock_time: 0.000000"
-                "  Rows_sent: 1  Rows_examined: 1",
-                f"SET timestamp={int(at.timestamp())};",
-                f"{statement};",
-            ]
-    return ("\n".join(lines) + "\n").encode()
+def log_path() -> Path:
+    return LOG if LOG.is_file() else SLOWLOGS / "mariadb.log"
 
 
-def fill(path: Path, *, slowed: set[str], new_on: set[str] = frozenset()) -> None:
-    """Hosts db1 and db2, baseline hours over 7 days and the window's last 8 hours; the
-    hosts in ``slowed`` run SLOW 20 times slower from CHANGED on."""
-    store = open_store(f"sqlite:{path}")
-    try:
-        hours = [UNTIL - timedelta(days=day, hours=3) for day in range(2, 8)]
-        hours += [UNTIL - timedelta(hours=back) for back in range(8, 0, -1)]
-        for host in ("db1", "db2"):
-            for at in hours:
-                times = {FAST: 0.0005, SLOW: 0.004}
-                if host in slowed and at >= CHANGED:
-                    times[SLOW] = 0.080
-                if host in new_on and at >= CHANGED:
-                    times["DELETE FROM carts WHERE created < NOW()"] = 0.001
-                document = full_document(
-                    digest_bytes(hour_log(at, times), DigestOptions(host=host))
-                )
-                store.write(
-                    host, f"{at:%Y-%m-%d %H:%M:%S}", json.loads(json.dumps(document, default=list))
-                )
-    finally:
-        store.close()
+@functools.cache
+def minute_buckets(log: Path, folder: Path) -> tuple[dict[str, Any], ...]:
+    """``govern collect --once --bucket 1m`` of the log: its closed buckets, in time order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "govern", "collect", str(log), "--to", str(folder / "b"),
+         "--state", str(folder / "state.db"), "--once", "--label", "db1",
+         "--bucket", "1m", "--close-after", "0s"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return tuple(json.loads(p.read_text()) for p in sorted((folder / "b").glob("*.json")))
+
+
+def at(document: dict[str, Any], host: str, start: str) -> dict[str, Any]:
+    """The same bucket as if ``host`` had closed it at ``start`` (a copy)."""
+    moved = copy.deepcopy(document)
+    moved["collect"] = dict(moved["collect"], host=host)
+    moved["collect"]["bucket"] = dict(moved["collect"]["bucket"], start=start, seconds=3600)
+    for item in moved["inputs"]:
+        item["host"] = host
+    for item in moved["classes"]:
+        item["servers"] = {host: item["count"]}
+    return moved
+
+
+def mysql_url(server: MariaDB, schema: str | None = None, **parameters: str) -> str:
+    schema = schema or f"history_{secrets.token_hex(4)}"
+    query = "&".join(
+        [f"defaults-file={server.defaults_file('govern_admin')}"]
+        + [f"{key}={value}" for key, value in parameters.items()]
+    )
+    return f"mysql://127.0.0.1:{server.port}/{schema}?{query}"

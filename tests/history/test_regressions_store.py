@@ -13,7 +13,7 @@ import pytest
 
 from govern.history.regressions import Rules, find_regressions
 from govern.history.store import open_store
-from tests.history.support import CHANGED, UNTIL, fill
+from tests.history.generated import CHANGED, UNTIL, fill
 
 
 def govern(*args: str) -> subprocess.CompletedProcess[str]:
