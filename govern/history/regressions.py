@@ -324,8 +324,7 @@ def find_regressions(
     for host in hosts:
         if progress:
             progress(host)
-        before_span = _span(store, baseline_since, window_since, host=host)
-        after_span = _span(store, window_since, until, host=host)
+        before_span, after_span = _spans(store, baseline_since, window_since, until, host=host)
         spans.append((before_span, after_span))
         regressions = judge(
             store.report(baseline_since, window_since, host=host),
@@ -348,8 +347,9 @@ def find_regressions(
     if spans and len(hosts) == 1:
         baseline_span, window_span = spans[0]
     else:
-        baseline_span = _span(store, baseline_since, window_since, hosts=pattern)
-        window_span = _span(store, window_since, until, hosts=pattern)
+        baseline_span, window_span = _spans(
+            store, baseline_since, window_since, until, hosts=pattern
+        )
     return Outcome(store.url, baseline_span, window_span, rules, hosts, pattern, found)
 
 
@@ -362,8 +362,7 @@ def _fleet(
     rules: Rules,
     per_host: list[Regression],
 ) -> list[Regression]:
-    before_span = _span(store, baseline_since, window_since, hosts=pattern)
-    after_span = _span(store, window_since, until, hosts=pattern)
+    before_span, after_span = _spans(store, baseline_since, window_since, until, hosts=pattern)
     glob = pattern or "*"
     window = store.report(window_since, until, hosts=glob)
     regressions = judge(
@@ -389,18 +388,22 @@ def _fleet(
     return regressions
 
 
-def _span(
+def _spans(
     store: HistoryStore,
     since: datetime,
+    middle: datetime,
     until: datetime,
     *,
     host: str | None = None,
     hosts: str | None = None,
-) -> Span:
-    """Hours of [since, until) with data: total time is compared per hour of data, so a
-    store that started collecting three days ago is not judged on seven."""
+) -> tuple[Span, Span]:
+    """[since, middle) and [middle, until) with the hours of each that have data: total time
+    is compared per hour of data, so a store that started collecting three days ago is not
+    judged on seven (one series read for both)."""
     points = store.series(since, until, step=STEP, host=host, hosts=hosts or None)
-    return Span(since, until, float(sum(1 for point in points if point.count > 0)))
+    before = sum(1 for point in points if point.count > 0 and point.start < middle)
+    after = sum(1 for point in points if point.count > 0 and point.start >= middle)
+    return Span(since, middle, float(before)), Span(middle, until, float(after))
 
 
 def _round(value: float | None) -> float | None:
