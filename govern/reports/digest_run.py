@@ -11,7 +11,8 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 from govern.digest.checks import input_warnings, order_warning
 from govern.digest.document import build_document, limit_classes
@@ -144,7 +145,7 @@ def digest_store(
     def trends(model: Report) -> Markup:
         """The page's Trends: the whole server and its top classes, hour by hour."""
         from govern.history.trends import trends as read_trends
-        from govern.reports.trends_html import TREND_CLASSES, recorded_marks, trends_section
+        from govern.reports.trends_html import TREND_CLASSES, marks, trends_section
 
         top = sorted(model.classes, key=lambda c: (-c.total_time, c.id))[:TREND_CLASSES]
         titles = [
@@ -155,9 +156,28 @@ def digest_store(
             found = read_trends(again, low, high, titles, hosts=hosts)
         finally:
             again.close()
-        return trends_section(found, recorded_marks(report.state_path))
+        return trends_section(found, marks(*_runs_and_nights(report.state_path)))
 
     return render_digest(digest, report, rules, stream, trends=trends)
+
+
+#: Schedule nights read for the trend charts (newest first).
+NIGHTS = 1000
+
+
+def _runs_and_nights(state_path: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every ``govern run`` job and schedule night of the state file, as their features'
+    documents (none without a state file: reading never creates one)."""
+    from govern.schedulers.history import History
+    from govern.state import StateStore, default_state_path
+    from govern.wrappers import journal
+    from govern.wrappers.status import runs_json
+
+    target = Path(state_path) if state_path else default_state_path()
+    if not target.is_file():
+        return [], []
+    with StateStore.open(target) as store:
+        return runs_json(store, journal.history(store)), list(History(store).nights(limit=NIGHTS))
 
 
 def render_digest(

@@ -2,14 +2,15 @@
 (or day), for the whole server and the top classes, with ``govern run`` jobs and nightly
 schedule runs drawn on them ("p99 rose at 02:00: the summary build on this replica").
 
-The jobs and nights are read from govern's state file (the run and schedule features'
-records), as plain :class:`Window` marks.
+The jobs and nights come as the plain documents of the run and schedule features
+(govern/reports/digest_run.py reads them from the state file) and are drawn as
+:class:`Window` marks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from govern import units
 from govern.charts import Window, time_chart
@@ -23,48 +24,38 @@ RUN_COLOUR = PALETTE[3]
 NIGHT_COLOUR = PALETTE[2]
 #: Classes with their own trend (the costliest of the report).
 TREND_CLASSES = 5
-#: Nights read from the state file (newest first).
-NIGHTS = 1000
 
 
-def recorded_marks(state_path: str | None) -> list[Window]:
-    """Every ``govern run`` job and schedule night in the state file (none without one;
-    reading never creates it)."""
-    from govern.schedulers.history import History
-    from govern.state import StateStore, default_state_path
-    from govern.wrappers import journal
-
-    target = Path(state_path) if state_path else default_state_path()
-    if not target.is_file():
-        return []
-    marks: list[Window] = []
-    with StateStore.open(target) as store:
-        for run in journal.history(store):
-            marks.append(
-                Window(
-                    epoch(run.started_at),
-                    epoch(run.ended_at) if run.ended_at else None,
-                    f"run: {run.name}",
-                    f"govern run {run.name} ({run.outcome or run.state})"
-                    + (f" on {run.server}" if run.server else ""),
-                    server=run.server,
-                    colour=RUN_COLOUR,
-                )
+def marks(runs: Sequence[Mapping[str, Any]], nights: Sequence[Mapping[str, Any]]) -> list[Window]:
+    """``govern run`` jobs (``runs[]`` of govern.run.history) and schedule nights
+    (govern.schedule.night documents) as labelled bands."""
+    found: list[Window] = []
+    for run in runs:
+        found.append(
+            Window(
+                epoch(run["started_at"]),
+                epoch(run["ended_at"]) if run.get("ended_at") else None,
+                f"run: {run['name']}",
+                f"govern run {run['name']} ({run.get('outcome') or run.get('state')})"
+                + (f" on {run['server']}" if run.get("server") else ""),
+                server=run.get("server"),
+                colour=RUN_COLOUR,
             )
-        for night in History(store).nights(limit=NIGHTS):
-            if not night.get("started_at"):
-                continue
-            marks.append(
-                Window(
-                    epoch(night["started_at"]),
-                    epoch(night["finished_at"]) if night.get("finished_at") else None,
-                    f"night: {night['schedule']}",
-                    f"govern schedule night {night['id']} of {night['schedule']}"
-                    f" ({night['status']}, {len(night['jobs'])} jobs)",
-                    colour=NIGHT_COLOUR,
-                )
+        )
+    for night in nights:
+        if not night.get("started_at"):
+            continue
+        found.append(
+            Window(
+                epoch(night["started_at"]),
+                epoch(night["finished_at"]) if night.get("finished_at") else None,
+                f"night: {night['schedule']}",
+                f"govern schedule night {night['id']} of {night['schedule']}"
+                f" ({night['status']}, {len(night.get('jobs') or ())} jobs)",
+                colour=NIGHT_COLOUR,
             )
-    return marks
+        )
+    return found
 
 
 def in_span(marks: Sequence[Window], trend: Trend) -> list[Window]:
