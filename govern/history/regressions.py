@@ -128,6 +128,9 @@ class Outcome:
     hosts: list[str]
     pattern: str | None
     regressions: list[Regression]
+    #: hosts left out, and why: no bucket in the baseline (collecting began in the window)
+    #: or none in the window (the collector stopped)
+    not_judged: dict[str, str] = field(default_factory=dict)
 
     @property
     def per_host(self) -> list[Regression]:
@@ -152,6 +155,9 @@ class Outcome:
             "store": self.store,
             "host_pattern": self.pattern,
             "hosts": self.hosts,
+            "not_judged": [
+                {"host": host, "reason": reason} for host, reason in self.not_judged.items()
+            ],
             "baseline": self.baseline.to_json(),
             "window": self.window.to_json(),
             "rules": self.rules.to_json(),
@@ -321,11 +327,18 @@ def find_regressions(
     hosts = store.hosts(baseline_since, until, pattern)
     found: list[Regression] = []
     spans: list[tuple[Span, Span]] = []
+    not_judged: dict[str, str] = {}
     for host in hosts:
         if progress:
             progress(host)
         before_span, after_span = _spans(store, baseline_since, window_since, until, host=host)
         spans.append((before_span, after_span))
+        if not before_span.hours or not after_span.hours:
+            # without a baseline every class would be "new"; without a window, nothing ran
+            not_judged[host] = "no bucket in the " + (
+                "baseline" if not before_span.hours else "window"
+            )
+            continue
         regressions = judge(
             store.report(baseline_since, window_since, host=host),
             store.report(window_since, until, host=host),
@@ -342,15 +355,17 @@ def find_regressions(
                 rules,
             )
         found += regressions
-    if len(hosts) > 1:
-        found += _fleet(store, baseline_since, window_since, until, pattern, rules, found)
+    if len(hosts) - len(not_judged) > 1:
+        fleet = _fleet(store, baseline_since, window_since, until, pattern, rules, found)
+        # a class only hosts without a baseline run is theirs, not the fleet's news
+        found += [r for r in fleet if not r.hosts or not set(r.hosts) <= not_judged.keys()]
     if spans and len(hosts) == 1:
         baseline_span, window_span = spans[0]
     else:
         baseline_span, window_span = _spans(
             store, baseline_since, window_since, until, hosts=pattern
         )
-    return Outcome(store.url, baseline_span, window_span, rules, hosts, pattern, found)
+    return Outcome(store.url, baseline_span, window_span, rules, hosts, pattern, found, not_judged)
 
 
 def _fleet(

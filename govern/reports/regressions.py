@@ -53,6 +53,7 @@ def to_text(outcome: Outcome) -> str:
         f"baseline: {_span(outcome.baseline)}",
         f"window:   {_span(outcome.window)}",
         headline(outcome),
+        *(f"{host}: not judged: {reason}" for host, reason in outcome.not_judged.items()),
     ]
     for regression in outcome.regressions:
         lines.append("")
@@ -76,6 +77,7 @@ def to_markdown(outcome: Outcome) -> str:
         f"- baseline: {_span(outcome.baseline)}",
         f"- window: {_span(outcome.window)}",
         f"- **{_cell(headline(outcome))}**",
+        *(f"- {_cell(host)}: not judged: {reason}" for host, reason in outcome.not_judged.items()),
     ]
     if outcome.regressions:
         lines += [

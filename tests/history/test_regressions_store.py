@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from govern.digest.document import full_document
+from govern.digest.options import DigestOptions
+from govern.digest.runner import digest_bytes
 from govern.history.regressions import Rules, find_regressions
 from govern.history.store import open_store
-from tests.history.generated import CHANGED, UNTIL, fill
+from tests.history.generated import CHANGED, UNTIL, fill, hour_log
 
 
 def govern(*args: str) -> subprocess.CompletedProcess[str]:
@@ -103,3 +106,25 @@ def test_an_empty_window_says_so_and_finds_nothing(tmp_path: Path) -> None:
 
 def test_rules_are_the_documented_defaults() -> None:
     assert Rules() == Rules(factor=2.0, min_count=20, min_time=0.010)
+
+
+def test_a_host_without_a_baseline_is_named_not_judged(tmp_path: Path) -> None:
+    """A collector started yesterday: every class of its window would be new."""
+    path = tmp_path / "history.db"
+    fill(path, slowed=set())
+    store = open_store(f"sqlite:{path}")
+    try:
+        at = UNTIL - timedelta(hours=2)
+        log = hour_log(at, {"SELECT 1": 0.001})
+        document = full_document(digest_bytes(log, DigestOptions(host="db3")))
+        store.write(
+            "db3", f"{at:%Y-%m-%d %H:%M:%S}", json.loads(json.dumps(document, default=list))
+        )
+        outcome = find_regressions(
+            store, baseline=timedelta(days=7), window=timedelta(hours=24), until=UNTIL
+        )
+    finally:
+        store.close()
+    assert outcome.hosts == ["db1", "db2", "db3"]
+    assert outcome.not_judged == {"db3": "no bucket in the baseline"}
+    assert outcome.regressions == []
