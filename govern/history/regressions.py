@@ -23,7 +23,8 @@ from typing import Any
 
 from govern import units
 from govern.digest.report import Report, ReportClass
-from govern.history.store import HistoryStore, Point
+from govern.history.model import Point
+from govern.history.store import HistoryStore
 
 SCHEMA = "govern.regressions"
 SCHEMA_VERSION = 1

@@ -31,8 +31,8 @@ from govern.digest.report import HostShare, Report
 from govern.digest.result import Digest
 from govern.errors import UsageError
 from govern.history.merging import Merger
+from govern.history.model import TOP_HOSTS, Point
 from govern.history.rows import BucketRows, bucket_rows, merged_sketch, pack, unpack
-from govern.history.store import TOP_HOSTS, Point
 
 FORMAT = "%Y-%m-%d %H:%M:%S"
 DAY = 86400
@@ -130,6 +130,34 @@ def _roll_ups(blob: str, text: str, day: str, stamp: str, engine: str) -> str:
     """
 
 
+def _blocks(blob: str, text: str, day: str, stamp: str, engine: str) -> str:
+    return f"""
+    CREATE TABLE history_fleet_blocks (
+        day        {day} NOT NULL,
+        span       INT NOT NULL,
+        versions   BIGINT NOT NULL,
+        events     BIGINT,
+        query_time BIGINT,
+        qt_sketch  {blob},
+        meta       {blob} NOT NULL,
+        rolled_at  {stamp},
+        PRIMARY KEY (day, span)
+    ){engine};
+    CREATE TABLE history_fleet_block_classes (
+        day        {day} NOT NULL,
+        span       INT NOT NULL,
+        class_id   {text} NOT NULL,
+        count      BIGINT NOT NULL,
+        query_time BIGINT NOT NULL,
+        qt_max     BIGINT NOT NULL,
+        qt_sketch  {blob},
+        state      {blob} NOT NULL,
+        hosts      {blob} NOT NULL,
+        PRIMARY KEY (day, span, class_id)
+    ){engine}
+    """
+
+
 _SQLITE = {"blob": "BLOB", "text": "TEXT", "day": "TEXT", "stamp": "TEXT", "engine": ""}
 _MYSQL = {
     "blob": "MEDIUMBLOB",
@@ -160,7 +188,23 @@ MIGRATIONS = [
             """,
         },
     ),
+    Migration(
+        "history_0003_fleet_blocks",
+        {"sqlite": _blocks(**_SQLITE), "mysql": _blocks(**_MYSQL)},
+    ),
 ]
+#: Fleet roll-ups of aligned blocks of days (2, 4 … 64 days, each the merge of its halves):
+#: a window of whole days reads at most two blocks of each span instead of a row a day.
+SPANS = (2, 4, 8, 16, 32, 64)
+_EPOCH_DAY = dt.date(1970, 1, 1)
+
+
+def _day_number(day: str) -> int:
+    return (dt.date.fromisoformat(day) - _EPOCH_DAY).days
+
+
+def _day_of(number: int) -> str:
+    return (_EPOCH_DAY + dt.timedelta(days=number)).isoformat()
 
 
 @dataclass(frozen=True)
@@ -170,6 +214,7 @@ class RollUp:
     days: int  # host-days rolled up
     fleet_days: int
     seconds: float
+    blocks: int = 0  # fleet blocks of 2 to 64 days built
 
 
 @dataclass(frozen=True)
@@ -401,10 +446,24 @@ class SqlStore:
         covered: set[tuple[str, str]] = set()  # (host, day) read from a roll-up
         if days and fleet:
             fresh = self._fresh_fleet_days(days[0], days[-1])
-            for day in days:
-                if day in fresh:
+            blocks = self._valid_blocks(days[0], days[-1], fresh)
+            index = 0
+            while index < len(days):
+                day = days[index]
+                span = next(
+                    (n for n in reversed(SPANS) if (day, n) in blocks and index + n <= len(days)),
+                    1,
+                )
+                if span > 1:
+                    yield self._block_unit(day, span, shares)
+                elif day in fresh:
                     yield self._fleet_unit(day, shares)
-                    covered.update((name, day) for name in selected)
+                else:
+                    index += 1
+                    continue
+                for inside in days[index : index + span]:
+                    covered.update((name, inside) for name in selected)
+                index += span
         if days:
             for name, day in self._fresh_host_days(days[0], days[-1]):
                 if name in wanted and (name, day) not in covered:
@@ -450,6 +509,44 @@ class SqlStore:
                 fresh.discard(_text(day))
         return fresh
 
+    def _fleet_versions(self, first: str, last: str) -> dict[str, int]:
+        """Every fleet day's version in [first, last] (a write bumps it)."""
+        rows = self.run(
+            "SELECT day, version FROM history_fleet_days WHERE day >= ? AND day <= ?", (first, last)
+        )
+        return {_text(day): int(version) for day, version in rows}
+
+    def _valid_blocks(self, first: str, last: str, fresh: set[str]) -> set[tuple[str, int]]:
+        """The blocks inside [first, last] whose every day with buckets is freshly rolled up
+        and unchanged since the block was built (the sum of their versions is the block's)."""
+        versions = self._fleet_versions(first, last)
+        valid = set()
+        for day, span, total in self.run(
+            "SELECT day, span, versions FROM history_fleet_blocks WHERE day >= ? AND day <= ?",
+            (first, last),
+        ):
+            start = _day_number(_text(day))
+            inside = [_day_of(start + n) for n in range(int(span))]
+            if inside[-1] > last:
+                continue
+            known = [d for d in inside if d in versions]
+            if all(d in fresh for d in known) and sum(versions[d] for d in known) == int(total):
+                valid.add((_text(day), int(span)))
+        return valid
+
+    def _block_unit(
+        self, day: str, span: int, shares: dict[str, dict[str, list[int]]]
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        ((meta,),) = self.run(
+            "SELECT meta FROM history_fleet_blocks WHERE day = ? AND span = ?", (day, span)
+        )
+        rows = self.run(
+            "SELECT class_id, state, hosts FROM history_fleet_block_classes"
+            " WHERE day = ? AND span = ?",
+            (day, span),
+        )
+        return unpack(meta), self._fleet_classes(rows, shares)
+
     def _fresh_host_days(self, first: str, last: str) -> list[tuple[str, str]]:
         rows = self.run(
             "SELECT host, day FROM history_days WHERE day >= ? AND day <= ? AND stale = 0"
@@ -462,10 +559,17 @@ class SqlStore:
         self, day: str, shares: dict[str, dict[str, list[int]]]
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         ((meta,),) = self.run("SELECT meta FROM history_fleet_days WHERE day = ?", (day,))
-        classes = []
-        for class_id, state, hosts in self.run(
+        rows = self.run(
             "SELECT class_id, state, hosts FROM history_fleet_classes WHERE day = ?", (day,)
-        ):
+        )
+        return unpack(meta), self._fleet_classes(rows, shares)
+
+    @staticmethod
+    def _fleet_classes(
+        rows: Sequence[tuple[Any, ...]], shares: dict[str, dict[str, list[int]]]
+    ) -> list[dict[str, Any]]:
+        classes = []
+        for class_id, state, hosts in rows:
             classes.append(unpack(state))
             mine = shares.setdefault(str(class_id), {})
             for name, (count, micro) in unpack(hosts).items():
@@ -475,7 +579,7 @@ class SqlStore:
                 else:
                     slot[0] += count
                     slot[1] += micro
-        return unpack(meta), classes
+        return classes
 
     def _day_unit(
         self, host: str, day: str, shares: dict[str, dict[str, list[int]]]
@@ -642,7 +746,91 @@ class SqlStore:
                 continue
             self._roll_up_fleet_day(_text(day), int(version))
             fleet += 1
-        return RollUp(len(stale), fleet, (dt.datetime.now() - began).total_seconds())
+        blocks = self._roll_up_blocks(latest)
+        return RollUp(len(stale), fleet, (dt.datetime.now() - began).total_seconds(), blocks)
+
+    def _roll_up_blocks(self, latest: str) -> int:
+        """Build every block of SPANS that ended by ``latest`` and is missing or out of date,
+        each from its two halves (blocks of half its span, or fleet days), shortest first."""
+        rows = self.run(
+            "SELECT day, stale FROM history_fleet_days WHERE day <= ? AND meta IS NOT NULL",
+            (latest,),
+        )
+        days = {_text(day): int(stale) for day, stale in rows}
+        if not days:
+            return 0
+        built = 0
+        last = _day_number(latest)
+        for span in SPANS:
+            starts = sorted({_day_number(day) // span * span for day in days})
+            first = _day_of(starts[0])
+            versions = self._fleet_versions(first, _day_of(starts[-1] + span - 1))
+            fresh = self._fresh_fleet_days(first, _day_of(starts[-1] + span - 1))
+            have = {
+                (_text(day), int(n)): int(total)
+                for day, n, total in self.run(
+                    "SELECT day, span, versions FROM history_fleet_blocks WHERE span = ?", (span,)
+                )
+            }
+            end = _day_of(starts[-1] + span - 1)
+            halves = set() if span == 2 else self._valid_blocks(first, end, fresh)
+            for start in starts:
+                if start + span - 1 > last:
+                    continue
+                inside = [_day_of(start + n) for n in range(span)]
+                known = [d for d in inside if d in versions]
+                if not known or not all(d in fresh for d in known):
+                    continue
+                total = sum(versions[d] for d in known)
+                if have.get((inside[0], span)) == total:
+                    continue
+                parts = tuple(
+                    part
+                    for part, days_of in (
+                        (inside[0], inside[: span // 2]),
+                        (inside[span // 2], inside[span // 2 :]),
+                    )
+                    if any(d in versions for d in days_of)  # a half without buckets adds nothing
+                )
+                if span > 2 and not all((part, span // 2) in halves for part in parts):
+                    continue
+                self._roll_up_block(inside[0], span, total, parts)
+                built += 1
+        return built
+
+    def _roll_up_block(self, day: str, span: int, versions: int, parts: tuple[str, ...]) -> None:
+        merger = Merger()
+        shares: dict[str, dict[str, list[int]]] = {}
+        for part in parts:
+            if span == 2:
+                if self.run(
+                    "SELECT 1 FROM history_fleet_days WHERE day = ? AND meta IS NOT NULL", (part,)
+                ):
+                    merger.add(*self._fleet_unit(part, shares))
+            else:
+                merger.add(*self._block_unit(part, span // 2, shares))
+        rows = bucket_rows(full_document(merger.digest()))
+        with self._transaction():
+            self.run(
+                "DELETE FROM history_fleet_block_classes WHERE day = ? AND span = ?", (day, span)
+            )
+            self.run("DELETE FROM history_fleet_blocks WHERE day = ? AND span = ?", (day, span))
+            self._insert(
+                "history_fleet_block_classes",
+                ("day", "span", "class_id", "count", "query_time", "qt_max", "qt_sketch", "state",
+                 "hosts"),
+                [
+                    (day, span, c.class_id, c.count, c.query_time, c.qt_max, c.qt_sketch, c.state,
+                     pack(shares.get(c.class_id, {})))
+                    for c in rows.classes
+                ],
+            )  # fmt: skip
+            self.run(
+                "INSERT INTO history_fleet_blocks (day, span, versions, events, query_time,"
+                " qt_sketch, meta, rolled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (day, span, versions, rows.events, rows.query_time, rows.qt_sketch, rows.meta,
+                 stamp(dt.datetime.now())),
+            )  # fmt: skip
 
     def _roll_up_day(self, host: str, day: str, version: int) -> None:
         low = day + " 00:00:00"
@@ -748,4 +936,10 @@ class SqlStore:
             with self._transaction():
                 self.run("DELETE FROM history_fleet_classes WHERE day = ?", (day,))
                 self.run("DELETE FROM history_fleet_days WHERE day = ?", (day,))
+        for day, span in self.run(
+            "SELECT day, span FROM history_fleet_blocks WHERE day < ?", (keep_before,)
+        ):
+            with self._transaction():
+                for table in ("history_fleet_block_classes", "history_fleet_blocks"):
+                    self.run(f"DELETE FROM {table} WHERE day = ? AND span = ?", (day, span))
         return Retained(pruned, len(old_days))

@@ -12,7 +12,6 @@ state directory) and a MySQL/MariaDB schema for a fleet (govern/history/mysql.py
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,26 +19,9 @@ from typing import Any, Protocol
 from govern.digest.report import Report
 from govern.digest.result import Digest
 from govern.errors import UsageError
+from govern.history.model import TOP_HOSTS, Point
 
-#: How many hosts a report lists per class (the most expensive first).
-TOP_HOSTS = 5
-
-
-@dataclass(frozen=True, slots=True)
-class Point:
-    """One step of a series: a host's or the fleet's (host None), one class or all (None).
-
-    ``query_time`` is the total Query_time in seconds; p95/p99 come from the merged sketch
-    of the step (None: no event had a Query_time).
-    """
-
-    start: datetime  # naive, the logs' clock (as govern collect's buckets)
-    host: str | None
-    class_id: str | None
-    count: int
-    query_time: float
-    p95: float | None
-    p99: float | None
+__all__ = ["TOP_HOSTS", "HistoryStore", "Point", "default_history_path", "open_store"]
 
 
 class HistoryStore(Protocol):

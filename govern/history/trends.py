@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from govern.history.store import HistoryStore, Point
+from govern.history.model import Point
+from govern.history.store import HistoryStore
 
 #: Steps a chart may have before hours become days.
 MAX_HOURLY_DAYS = 14

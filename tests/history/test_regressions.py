@@ -7,8 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from govern.digest.report import Report, ReportClass, SampleQuery, Stat
+from govern.history.model import Point
 from govern.history.regressions import Regression, Rules, first_crossing, judge, plan_change
-from govern.history.store import Point
 
 RULES = Rules()  # factor 2, 20 events, 10 ms
 

@@ -323,3 +323,49 @@ def test_bad_urls_are_usage_errors(url: str, message: str) -> None:
             parse_url(url)
         else:
             open_store(url)
+
+
+def test_fleet_blocks_of_days_read_the_same_as_their_days(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = dt.datetime(2026, 10, 1)  # day number 20362: blocks of 2 start on even days
+    for offset in range(11):
+        day = (first + dt.timedelta(days=offset)).date().isoformat()
+        for host in ("db1", "db2"):
+            start = f"{day} 0{offset % 3}:00:00"
+            store.write(host, start, at(buckets[(offset + len(host)) % 2], host, start))
+    window = (first, first + dt.timedelta(days=11))
+    hourly = full_document(store.digest(*window))
+    done = store.roll_up(dt.datetime(2026, 10, 20))
+    assert (done.days, done.fleet_days) == (22, 11)
+    assert done.blocks >= 6  # blocks of 2, 4 and 8 days over the 11 days
+    read: list[tuple[str, int]] = []
+    original = SqlStore._block_unit
+
+    def spy(self: SqlStore, day: str, span: int, shares: Any) -> Any:
+        read.append((day, span))
+        return original(self, day, span, shares)
+
+    monkeypatch.setattr(SqlStore, "_block_unit", spy)
+    blocked = full_document(store.digest(*window))
+    assert_same_events(blocked, hourly)
+    assert [c["top_hosts"] for c in blocked["classes"]] == [
+        c["top_hosts"] for c in hourly["classes"]
+    ]
+    assert read and all(span > 1 for _, span in read)
+    assert sum(span for _, span in read) >= 8
+    # a late bucket on the 4th day invalidates the blocks over it until the next roll-up
+    start = "2026-10-04 05:00:00"
+    store.write("db1", start, at(buckets[0], "db1", start))
+    read.clear()
+    after = store.report(*window)
+    assert after.events == hourly["totals"]["events"] + buckets[0]["totals"]["events"]
+    assert all(not (day <= "2026-10-04" < _end(day, span)) for day, span in read)
+    store.roll_up(dt.datetime(2026, 10, 20))
+    read.clear()
+    assert store.report(*window).events == after.events
+    assert any(day <= "2026-10-04" < _end(day, span) for day, span in read)
+
+
+def _end(day: str, span: int) -> str:
+    return (dt.date.fromisoformat(day) + dt.timedelta(days=span)).isoformat()
