@@ -116,11 +116,29 @@ def regressions(
     spans = _duration(baseline, "--baseline"), _duration(window, "--window")
     end = _until(until)
     _must_exist(url)
+    from govern.progress import progress
+
     store = open_store(url)
     try:
-        outcome = find_regressions(
-            store, baseline=spans[0], window=spans[1], until=end, pattern=pattern, rules=rules
-        )
+        with progress("judging hosts", None) as bar:
+            started: list[str] = []
+
+            def judging(host: str, hosts: int) -> None:
+                """A host begins: the one before it is done."""
+                bar.update_total(hosts)
+                if started:
+                    bar.advance()
+                started.append(host)
+
+            outcome = find_regressions(
+                store,
+                baseline=spans[0],
+                window=spans[1],
+                until=end,
+                pattern=pattern,
+                rules=rules,
+                progress=judging,
+            )
     finally:
         store.close()
     if not outcome.hosts:

@@ -318,10 +318,11 @@ def find_regressions(
     until: datetime,
     pattern: str | None = None,
     rules: Rules | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str, int], None] | None = None,
 ) -> Outcome:
     """Each host's window against its own baseline, then the fleet's (with more than one
-    host), each regression with the hour it changed."""
+    host), each regression with the hour it changed. ``progress(host, hosts)`` is called as
+    each host's judgement begins."""
     rules = rules or Rules()
     window_since = until - window
     baseline_since = window_since - baseline
@@ -331,7 +332,7 @@ def find_regressions(
     not_judged: dict[str, str] = {}
     for host in hosts:
         if progress:
-            progress(host)
+            progress(host, len(hosts))
         before_span, after_span = _spans(store, baseline_since, window_since, until, host=host)
         spans.append((before_span, after_span))
         if not before_span.hours or not after_span.hours:
