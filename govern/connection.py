@@ -314,7 +314,8 @@ class OwnConnection(pymysql.connections.Connection):
         return None
 
     def query(self, sql: str | bytes, unbuffered: bool = False) -> int:
-        tagged = self.tag.encode() + sql if isinstance(sql, bytes) else self.tag + sql
+        # bytes, or a bytearray: PyMySQL's executemany sends its multi-row statement as one
+        tagged = self.tag.encode() + sql if isinstance(sql, bytes | bytearray) else self.tag + sql
         return int(super().query(tagged, unbuffered))
 
 

@@ -7,6 +7,7 @@ the history shows planned against actual for every job.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,6 +16,7 @@ from govern.schedulers.catalog import Catalog
 from govern.schedulers.estimates import Estimate, Estimator
 from govern.schedulers.history import History, PlannedJob
 from govern.schedulers.policies import Lane, Task, make_lanes
+from govern.schedulers.rerun import with_date
 from govern.schedulers.simulate import Timeline, simulate
 from govern.schedulers.sizing import Sizes, measure_sizes
 from govern.schedulers.workers import ServerPool
@@ -118,8 +120,14 @@ def make_plan(
     history: History,
     policy: str | None = None,
     base_time: datetime | None = None,
+    select: Callable[[Catalog], tuple[Catalog, list[str]]] | None = None,
 ) -> Plan:
-    """Size every job, estimate it from history, and simulate the night under ``policy``."""
+    """Size every job, estimate it from history, and simulate the night under ``policy``.
+
+    ``select`` narrows the sized catalog (templates expanded) to the jobs this run takes
+    (``--job``, ``--resume``: govern/schedulers/rerun.py)."""
+    base_time = base_time or datetime.now().astimezone()
+    catalog = with_date(catalog, base_time.date().isoformat())  # run fills it before: no-op
     usable = pool.usable()
     if not usable:
         reasons = "; ".join(f"{w.spec.name}: {w.error}" for w in pool.workers)
@@ -144,6 +152,9 @@ def make_plan(
         warnings.append(f"sizing server {server}: {exc.message}")
     catalog, sizes = measure_sizes(catalog, conn, server)
     warnings.extend(sizes.warnings)
+    if select is not None:
+        catalog, narrowed = select(catalog)
+        warnings.extend(narrowed)
     estimator = Estimator(
         history.samples(catalog.name, catalog.history_window), catalog.rows_per_second
     )
@@ -175,5 +186,5 @@ def make_plan(
         unknown_seconds=unknown_seconds,
         workers=[w.describe() for w in pool.workers],
         warnings=warnings,
-        base_time=base_time or datetime.now().astimezone(),
+        base_time=base_time,
     )

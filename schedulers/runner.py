@@ -24,6 +24,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
@@ -35,6 +36,7 @@ from govern.schedulers.history import History
 from govern.schedulers.launch import Attempt, Process, job_argv, job_environment, mysql_client
 from govern.schedulers.plan import Plan
 from govern.schedulers.policies import Lane
+from govern.schedulers.rerun import Carried
 from govern.schedulers.workers import ServerPool, Worker
 from govern.throttle.handoff import Handoff
 from govern.throttle.record import HoldContext
@@ -93,6 +95,9 @@ class NightRunner:
         stop: StopRequest | None = None,
         notify: Callable[[str], None] = info,
         job_lines: bool = False,
+        night_date: str | None = None,
+        carried: Carried | None = None,
+        on_job: Callable[[str, str, int], None] | None = None,
     ) -> None:
         self.plan = plan
         self.catalog = plan.catalog
@@ -108,8 +113,27 @@ class NightRunner:
         self.client = mysql_client()
         self.dispatcher = Dispatcher(plan.policy, plan.tasks, plan.lanes)
         self.running: dict[int, Running] = {}  # lane index -> what runs there
-        self.attempts: dict[str, int] = {}
+        #: the night's {date}: jobs get it as $GOVERN_DATE
+        self.night_date = night_date
+        #: a resumed night: what earlier runs settled, attempts numbered on, its clock going on
+        self.carried = carried
+        self.attempts: dict[str, int] = dict(carried.attempts) if carried else {}
+        self._earlier_attempts = dict(self.attempts)
+        #: told when a job starts (``running``) and ends (its outcome): the ledger on the
+        #: primary that a standby serve reads (ledger.py)
+        self.on_job = on_job
         self.result = NightResult({}, {}, {}, stopped=False)
+        if carried is not None:
+            planned = {j.name for j in plan.catalog.jobs}
+            self.result.outcomes.update(
+                (n, o) for n, o in carried.outcomes.items() if n not in planned
+            )
+            self.result.finishes.update(
+                (n, f) for n, f in carried.finishes.items() if n not in planned
+            )
+            self.result.durations.update(
+                (n, d) for n, d in carried.durations.items() if n not in planned
+            )
         self._t0 = 0.0
         self._stop_seen: float | None = None
         self._progress: Progress | None = None
@@ -121,6 +145,8 @@ class NightRunner:
     def run(self, progress: Progress) -> NightResult:
         self._progress = progress
         self._t0 = time.monotonic()
+        if self.carried is not None:
+            self._t0 -= self.carried.offset(datetime.now(UTC))
         self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._watch_lag()
         for name, reason in self.dispatcher.skipped.items():
@@ -231,6 +257,8 @@ class NightRunner:
         self.history.attempt_started(
             self.night_id, job.name, number, lane.worker, lane.label, now, str(log_path)
         )
+        if self.on_job is not None:
+            self.on_job(job.name, "running", number)
         attempt = Attempt(
             schedule=self.catalog.name,
             night_id=self.night_id,
@@ -246,6 +274,8 @@ class NightRunner:
                 env = job_environment(
                     os.environ, attempt, worker.handle, self.pool.primary, self._throttle(worker)
                 )
+                if self.night_date is not None:
+                    env["GOVERN_DATE"] = self.night_date
                 process = Process(argv, env, self.catalog.directory, job.sql, log)
             except OSError as exc:
                 log.write(f"govern: cannot start the job: {exc}\n".encode())
@@ -305,7 +335,9 @@ class NightRunner:
         reason: str | None,
     ) -> None:
         retry = (
-            outcome in ("failed", "timeout") and number <= job.retries and self._stop_seen is None
+            outcome in ("failed", "timeout")
+            and number - self._earlier_attempts.get(job.name, 0) <= job.retries
+            and self._stop_seen is None
         )
         self.history.attempt_finished(
             self.night_id,
@@ -322,12 +354,15 @@ class NightRunner:
         self.result.ended_at = max(self.result.ended_at, now)
         if retry:
             self.notify(
-                f"job {job.name} {outcome} on {lane.worker} ({reason}); retry {number}/{job.retries}"
+                f"job {job.name} {outcome} on {lane.worker} ({reason}); retry"
+                f" {number - self._earlier_attempts.get(job.name, 0)}/{job.retries}"
                 f" in {job.retry_delay:g}s"
             )
             self.dispatcher.retry(job.name, now + job.retry_delay)
             return
         self.result.outcomes[job.name] = outcome
+        if self.on_job is not None:
+            self.on_job(job.name, outcome, number)
         if self._progress is not None:
             self._progress.advance()
         if outcome == "ok":
@@ -346,6 +381,8 @@ class NightRunner:
             return
         self.result.outcomes[name] = "skipped"
         self.history.job_skipped(self.night_id, name, reason)
+        if self.on_job is not None and self._stop_seen is None:  # a stop leaves it to resume
+            self.on_job(name, "skipped", self.attempts.get(name, 0))
         if self.job_lines:
             self.notify(f"job {name} skipped: {reason}")
         if self._progress is not None:

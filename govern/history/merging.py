@@ -9,7 +9,9 @@ percentiles are those of one digest of all the logs (within the sketch's 0.39%).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+import gc
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from govern.digest.aggregate import Partial, merge
@@ -19,6 +21,20 @@ from govern.digest.result import Digest, Source
 #: Classes a roll-up keeps apart before folding the rest into ``other`` (a report then
 #: keeps its own --max-classes).
 ROLL_UP_CLASSES = 1_000_000
+
+
+@contextlib.contextmanager
+def no_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused: reading back thousands of class states makes
+    millions of small lists, and each collection walks the growing merge again (measured: a
+    week's fleet report took 4.3 CPU-s with it, 2.0 without). Nothing made here is cyclic."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class Merger:

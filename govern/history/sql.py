@@ -30,7 +30,7 @@ from govern.digest.document import full_document
 from govern.digest.report import HostShare, Report
 from govern.digest.result import Digest
 from govern.errors import UsageError
-from govern.history.merging import Merger
+from govern.history.merging import Merger, no_collection
 from govern.history.model import TOP_HOSTS, Point
 from govern.history.rows import BucketRows, bucket_rows, merged_sketch, pack, unpack
 
@@ -192,6 +192,17 @@ MIGRATIONS = [
         "history_0003_fleet_blocks",
         {"sqlite": _blocks(**_SQLITE), "mysql": _blocks(**_MYSQL)},
     ),
+    # series of one class (govern regressions, trends) read by class, not by host
+    Migration(
+        "history_0004_by_class",
+        dict.fromkeys(
+            ("sqlite", "mysql"),
+            """
+            CREATE INDEX history_classes_by_class ON history_classes (class_id, start);
+            CREATE INDEX history_day_classes_by_class ON history_day_classes (class_id, day)
+            """,
+        ),
+    ),
 ]
 #: Fleet roll-ups of aligned blocks of days (2, 4 … 64 days, each the merge of its halves):
 #: a window of whole days reads at most two blocks of each span instead of a row a day.
@@ -309,14 +320,27 @@ class SqlStore:
         return f"{self.url}: {host} {start}"
 
     def _replace_bucket(self, host: str, start: str, seconds: int, rows: BucketRows) -> None:
-        self.run("DELETE FROM history_classes WHERE host = ? AND start = ?", (host, start))
-        self.run("DELETE FROM history_buckets WHERE host = ? AND start = ?", (host, start))
-        self.run(
+        # The bucket's row first, inserted or updated: its lock makes a second writer of the
+        # same bucket wait until this one commits, then delete what this one wrote (without
+        # it, both would find no classes to delete and the second insert would collide).
+        values = (host, start, seconds, rows.events, rows.query_time, rows.qt_sketch, rows.meta,
+                  stamp(dt.datetime.now()))  # fmt: skip
+        head = (
             "INSERT INTO history_buckets (host, start, seconds, events, query_time, qt_sketch,"
-            " meta, written_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (host, start, seconds, rows.events, rows.query_time, rows.qt_sketch, rows.meta,
-             stamp(dt.datetime.now())),
-        )  # fmt: skip
+            " meta, written_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        if self.dialect == "mysql":
+            self.run(
+                head + " ON DUPLICATE KEY UPDATE seconds = VALUES(seconds),"
+                " events = VALUES(events), query_time = VALUES(query_time),"
+                " qt_sketch = VALUES(qt_sketch), meta = VALUES(meta),"
+                " written_at = VALUES(written_at)",
+                values,
+            )
+        else:  # one writer at a time (BEGIN IMMEDIATE)
+            self.run("DELETE FROM history_buckets WHERE host = ? AND start = ?", (host, start))
+            self.run(head, values)
+        self.run("DELETE FROM history_classes WHERE host = ? AND start = ?", (host, start))
         self._insert(
             "history_classes",
             ("host", "start", "class_id", "count", "query_time", "qt_max", "qt_sketch", "state"),
@@ -378,10 +402,14 @@ class SqlStore:
     def _selection(
         self, since: dt.datetime, until: dt.datetime, hosts: str | None, host: str | None
     ) -> tuple[list[str], bool]:
-        """The hosts a report covers, and whether that is the whole fleet (no filter)."""
+        """The hosts a report covers, and whether that is every host of the window (then
+        the fleet's roll-ups hold exactly them)."""
+        every = self.hosts(since, until)
         if host is not None:
-            return ([host] if host in self.hosts(since, until) else []), False
-        return self.hosts(since, until, hosts), hosts is None
+            selected = [host] if host in every else []
+        else:
+            selected = every if hosts is None else self.hosts(since, until, hosts)
+        return selected, bool(selected) and selected == every
 
     def report(
         self,
@@ -413,8 +441,9 @@ class SqlStore:
         selected, fleet = self._selection(since, until, hosts, host)
         merger = Merger()
         shares: dict[str, dict[str, list[int]]] = {}
-        for meta, classes in self._units(since, until, selected, fleet, shares):
-            merger.add(meta, classes)
+        with no_collection():
+            for meta, classes in self._units(since, until, selected, fleet, shares):
+                merger.add(meta, classes)
         digest = merger.digest(order_by=order_by, max_classes=max_classes)
         digest.since, digest.until = stamp(since), stamp(until)
         digest.top_hosts = {
@@ -726,6 +755,10 @@ class SqlStore:
     def roll_up(self, now: dt.datetime | None = None, *, host: str | None = None) -> RollUp:
         """Roll up every stale host-day that ended ROLL_UP_AFTER ago (``host``: only its),
         then every fleet day whose host-days are all fresh."""
+        with no_collection():
+            return self._roll_up(now, host)
+
+    def _roll_up(self, now: dt.datetime | None, host: str | None) -> RollUp:
         began = dt.datetime.now()
         now = now or began
         latest = (now - dt.timedelta(seconds=ROLL_UP_AFTER + DAY)).date().isoformat()

@@ -109,7 +109,7 @@ def _build(r: Reader, data: Mapping[str, Any]) -> Catalog:
         history_window=r.integer(estimate, "history", 20, "estimate", minimum=1),
         lag_guard=_lag_guard(r, data.get("lag_guard")),
         throttle=_throttle(r, data.get("throttle")),
-        schedule=_schedule(r, data.get("schedule")),
+        schedule=_schedule(r, data.get("schedule"), has_primary=primary is not None),
         kill_grace=r.duration(data, "kill_grace", 10.0) or 0.0,
     )
 
@@ -330,10 +330,19 @@ def _throttle(r: Reader, data: Any) -> ThrottleSpec | None:
     return spec if spec.has_checks else None
 
 
-def _schedule(r: Reader, data: Any) -> ScheduleSpec | None:
+def _schedule(r: Reader, data: Any, *, has_primary: bool = False) -> ScheduleSpec | None:
     if data is None:
         return None
     data = r.table(data, "schedule", "schedule")
+    lease = r.duration(data, "lease", None, "schedule")
+    if lease is not None and not has_primary:
+        raise r.fail(
+            "lease: serve on two hosts holds its lock on the primary: the catalog needs [primary]",
+            "schedule",
+            "lease",
+        )
+    if lease is not None and lease < 1:
+        raise r.fail("lease: at least 1s", "schedule", "lease")
     cron = r.string(data, "cron", "schedule")
     if not cron:
         raise r.fail("[schedule] needs cron (e.g. cron = '30 1 * * *')", "schedule")
@@ -350,4 +359,5 @@ def _schedule(r: Reader, data: Any) -> ScheduleSpec | None:
         misfire_grace=r.duration(data, "misfire_grace", 3600.0, "schedule") or 0.0,
         coalesce=r.boolean(data, "coalesce", True, "schedule"),
         shutdown_grace=r.duration(data, "shutdown_grace", 300.0, "schedule") or 0.0,
+        lease=lease,
     )

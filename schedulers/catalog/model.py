@@ -43,7 +43,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "defaults": _JOB_SETTINGS,
     "sizing": ("query", "server"),
     "estimate": ("rows_per_second", "history"),
-    "schedule": ("cron", "timezone", "misfire_grace", "coalesce", "shutdown_grace"),
+    "schedule": ("cron", "timezone", "misfire_grace", "coalesce", "shutdown_grace", "lease"),
     "lag_guard": ("max_lag", "heartbeat_table", "heartbeat_utc", "check_interval"),
     "primary": CONNECTION_KEYS,
     "worker": (*CONNECTION_KEYS, "concurrency", "end"),
@@ -135,6 +135,9 @@ class ScheduleSpec:
     misfire_grace: float
     coalesce: bool
     shutdown_grace: float
+    #: serve on two hosts: the standby polls the primary's lock this often and takes over
+    #: within it (service.py); None: one host, no lock on the primary
+    lease: float | None = None
 
     @property
     def description(self) -> str:

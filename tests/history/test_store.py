@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -369,3 +370,52 @@ def test_fleet_blocks_of_days_read_the_same_as_their_days(
 
 def _end(day: str, span: int) -> str:
     return (dt.date.fromisoformat(day) + dt.timedelta(days=span)).isoformat()
+
+
+FOREVER = """
+import json, sys
+from govern.history.store import open_store
+from tests.history.support import at
+store = open_store(sys.argv[1])
+documents = [json.load(open(path)) for path in sys.argv[2:4]]
+hour = 0
+while True:
+    start = f"2026-11-20 {hour % 24:02d}:00:00"
+    store.write("db1", start, at(documents[hour % 2], "db1", start))
+    print(hour, flush=True)
+    hour += 1
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_whole_buckets(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...], tmp_path: Path
+) -> None:
+    paths = []
+    for index in (0, 1):
+        paths.append(tmp_path / f"b{index}.json")
+        paths[-1].write_text(json.dumps(buckets[index]))
+    sizes = {len(buckets[0]["classes"]), len(buckets[1]["classes"])}
+    for delay in (0.3, 0.9, 1.7):
+        writer = subprocess.Popen(
+            [sys.executable, "-c", FOREVER, store.url, *map(str, paths)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert writer.stdout is not None
+        writer.stdout.readline()  # it has written one bucket: kill it in a later one
+        time.sleep(delay)
+        writer.kill()
+        writer.wait()
+        per_bucket = store.run(
+            "SELECT b.start, COUNT(c.class_id) FROM history_buckets b LEFT JOIN history_classes c"
+            " ON c.host = b.host AND c.start = b.start GROUP BY b.start"
+        )
+        assert per_bucket and all(int(n) in sizes for _, n in per_bucket), per_bucket
+        assert _count(store, "history_classes") == sum(int(n) for _, n in per_bucket)
+    events = store.report(*WIDE).events
+    expected = sum(
+        buckets[int(start[11:13]) % 2]["totals"]["events"]
+        for start in (str(row[0]) for row in store.run("SELECT start FROM history_buckets"))
+    )
+    assert events == expected
