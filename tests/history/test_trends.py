@@ -67,8 +67,9 @@ def test_the_digest_page_draws_trends_with_runs_and_nights(server: MariaDB, tmp_
     night = govern("schedule", "run", str(catalog), "--state", state)
     assert night.returncode == 0, night.stderr
     page = tmp_path / "week.html"
+    later = f"{datetime.now() + timedelta(hours=2):%Y-%m-%d %H:%M}"  # the run and night: in
     done = govern(
-        *("digest", "--store", f"sqlite:{path}", "--since", "2026-11-19", "--until", "10m"),
+        *("digest", "--store", f"sqlite:{path}", "--since", "2026-11-19", "--until", later),
         *("--format", "html", "-o", str(page), "--state", state),
     )
     assert done.returncode == 0, done.stderr
