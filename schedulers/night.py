@@ -115,11 +115,15 @@ def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str
     weights = {j.name: j.weight for j in plan.catalog.jobs}
     ends = [*list(result.finishes.values()), result.ended_at]
     metrics = night_metrics(result.finishes, len(plan.catalog.jobs), weights, makespan=max(ends))
-    pairs = [
-        (estimate.seconds, result.durations[name])
-        for name, estimate in plan.estimates.items()
-        if estimate.seconds is not None and result.outcomes.get(name) == "ok"
-    ]
+    pairs = {}
+    for name, estimate in plan.estimates.items():
+        predicted = plan.predicted_s(name)
+        if (
+            estimate.seconds is not None
+            and predicted is not None
+            and result.outcomes.get(name) == "ok"
+        ):
+            pairs[name] = (predicted, result.durations[name])
     return {
         **metrics.to_json(),
         "outcomes": dict(Counter(result.outcomes.values())),

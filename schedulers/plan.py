@@ -7,15 +7,17 @@ the history shows planned against actual for every job.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from datetime import datetime, timedelta
 from typing import Any
 
 from govern.errors import ServerError
 from govern.schedulers.catalog import Catalog
+from govern.schedulers.contention import NONE, Contention
 from govern.schedulers.estimates import Estimate, Estimator
 from govern.schedulers.history import History, PlannedJob
 from govern.schedulers.policies import Lane, Task, make_lanes
-from govern.schedulers.simulate import Timeline, simulate
+from govern.schedulers.simulate import Placement, Timeline, simulate
 from govern.schedulers.sizing import Sizes, measure_sizes
 from govern.schedulers.workers import ServerPool
 from govern.units import plural
@@ -39,6 +41,20 @@ class Plan:
     workers: list[dict[str, Any]]
     warnings: list[str]
     base_time: datetime
+    #: how much jobs slow beside others, measured from history (plan and simulate use it)
+    contention: Contention = NONE
+    #: (job, worker) -> alone estimate on that worker, where it differs from ``estimates``
+    on_worker: dict[tuple[str, str], float] = dataclasses.field(default_factory=dict)
+
+    def predicted_s(self, name: str) -> float | None:
+        """The job's predicted run time tonight: alone on its planned worker, times the
+        contention the plan expects beside it. None if it is not planned."""
+        place = self._placements.get(name)
+        return None if place is None else place.finish - place.start
+
+    @functools.cached_property
+    def _placements(self) -> dict[str, Placement]:
+        return {p.name: p for p in self.timeline.placements}
 
     def planned_jobs(self) -> list[PlannedJob]:
         planned = {p.name: p for p in self.timeline.placements}
@@ -53,7 +69,7 @@ class Plan:
                     key=job.key,
                     weight=job.weight,
                     rows=self.sizes.rows.get(job.name),
-                    estimate_s=estimate.seconds,
+                    estimate_s=place.finish - place.start if place else estimate.seconds,
                     estimate_method=estimate.method,
                     planned_lane=place.lane.label if place else None,
                     planned_start_s=place.start if place else None,
@@ -76,6 +92,8 @@ class Plan:
                     "estimate_s": _r(estimate.seconds),
                     "estimate_method": estimate.method,
                     "estimate_samples": estimate.samples,
+                    "estimate_worker": estimate.worker,
+                    "predicted_s": _r(place.finish - place.start),
                     "weight": job.weight,
                     "depends_on": list(job.depends_on),
                     "predicted_start_s": _r(place.start),
@@ -101,6 +119,7 @@ class Plan:
             ],
             "sizes": self.sizes.to_json(),
             "unknown_estimate_s": _r(self.unknown_seconds),
+            "contention": self.contention.to_json(),
             "jobs": jobs,
             "skipped": [{"name": n, "reason": r} for n, r in self.timeline.skipped.items()],
             "summary": self.timeline.metrics.to_json(),
@@ -148,6 +167,12 @@ def make_plan(
         history.samples(catalog.name, catalog.history_window), catalog.rows_per_second
     )
     estimates = {j.name: estimator.estimate(j.name, sizes.rows[j.name]) for j in catalog.jobs}
+    on_worker = {}
+    for job in catalog.jobs:
+        for worker in usable:
+            here = estimator.estimate(job.name, sizes.rows[job.name], worker.spec.name)
+            if here.seconds is not None and here.seconds != estimates[job.name].seconds:
+                on_worker[(job.name, worker.spec.name)] = here.seconds
     tasks = [
         Task(j.name, j.order, estimates[j.name].seconds, j.weight, j.depends_on, j.workers)
         for j in catalog.jobs
@@ -163,7 +188,9 @@ def make_plan(
         )
     durations = {t.name: unknown_seconds if t.estimate is None else t.estimate for t in tasks}
     chosen = policy or catalog.policy
-    timeline = simulate(chosen, tasks, lanes, durations)
+    timeline = simulate(
+        chosen, tasks, lanes, durations, on_worker=on_worker, contention=estimator.contention
+    )
     return Plan(
         catalog=catalog,
         policy=chosen,
@@ -176,4 +203,6 @@ def make_plan(
         workers=[w.describe() for w in pool.workers],
         warnings=warnings,
         base_time=base_time or datetime.now().astimezone(),
+        contention=estimator.contention,
+        on_worker=on_worker,
     )

@@ -4,14 +4,15 @@ List scheduling, as the runner does it: whenever a lane is free it takes the
 job the policy picks among the ready ones. The policy orders by each task's
 ``estimate`` (what the scheduler knows); the clock advances by ``durations``
 (what actually happens: recorded durations, or the estimates themselves for a plan).
+With a measured contention factor, jobs slow down while others run beside them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import heapq
 from collections.abc import Mapping, Sequence
 
+from govern.schedulers.contention import NONE, Contention
 from govern.schedulers.dispatch import Dispatcher
 from govern.schedulers.metrics import NightMetrics, night_metrics
 from govern.schedulers.policies import Lane, Task
@@ -36,46 +37,72 @@ class Timeline:
         return next(p for p in self.placements if p.name == name)
 
 
+@dataclasses.dataclass
+class _Running:
+    name: str
+    left: float  # seconds of work left, as if alone
+    start: float
+    lane: Lane
+
+
 def simulate(
     policy: str,
     tasks: Sequence[Task],
     lanes: Sequence[Lane],
     durations: Mapping[str, float] | None = None,
+    *,
+    on_worker: Mapping[tuple[str, str], float] | None = None,
+    contention: Contention | None = None,
 ) -> Timeline:
-    """Every job's lane, start and finish under ``policy`` (durations default to estimates)."""
+    """Every job's lane, start and finish under ``policy``.
+
+    ``durations`` are run times alone (default: the estimates), ``on_worker`` overrides
+    them per (job, worker). With ``contention`` each running job advances at
+    1/factor(others running) of its alone speed, recomputed whenever a job starts or ends.
+    """
     if durations is None:
         durations = {t.name: t.estimate or 0.0 for t in tasks}
+    on_worker = on_worker or {}
+    factor = (contention or NONE).factor
     dispatcher = Dispatcher(policy, tasks, lanes)
-    lane_by_index = {lane.index: lane for lane in lanes}
-    free = list(lanes)
-    running: list[tuple[float, int, str]] = []  # (finish, lane index, job)
-    placements: list[Placement] = []
+    free = sorted(lanes, key=lambda lane: lane.index)
+    running: dict[int, _Running] = {}  # lane index -> what runs there
+    placements: dict[str, Placement] = {}
+    order: list[str] = []
     now = 0.0
     while True:
-        for lane in sorted(free, key=lambda lane: lane.index):
+        still_free = []
+        for lane in free:
             task = dispatcher.take(lane, now)
             if task is None:
+                still_free.append(lane)
                 continue
-            free.remove(lane)
-            finish = now + max(durations.get(task.name, 0.0), 0.0)
-            placements.append(Placement(task.name, lane, now, finish))
-            heapq.heappush(running, (finish, lane.index, task.name))
+            work = on_worker.get((task.name, lane.worker), durations.get(task.name, 0.0))
+            running[lane.index] = _Running(task.name, max(work, 0.0), now, lane)
+            order.append(task.name)
+        free = still_free
         if not running:
             break
-        now, index, name = heapq.heappop(running)
-        finished = [(index, name)]
-        while running and running[0][0] <= now:  # everything ending at the same instant
-            _, other_index, other = heapq.heappop(running)
-            finished.append((other_index, other))
-        for lane_index, job in finished:
-            dispatcher.succeed(job)
-            free.append(lane_by_index[lane_index])
+        slowdown = factor(len(running) - 1)
+        step = min(r.left for r in running.values())
+        now += step * slowdown
+        ended = []
+        for index, entry in running.items():
+            entry.left -= step
+            if entry.left <= 1e-12:
+                ended.append(index)
+        for index in ended:
+            done = running.pop(index)
+            placements[done.name] = Placement(done.name, done.lane, done.start, now)
+            dispatcher.succeed(done.name)
+            free.append(done.lane)
+        free.sort(key=lambda lane: lane.index)
     dispatcher.abandon("never became ready")
-    finishes = {p.name: p.finish for p in placements}
+    finishes = {p.name: p.finish for p in placements.values()}
     weights = {t.name: t.weight for t in tasks}
     return Timeline(
         policy=policy,
-        placements=tuple(placements),
+        placements=tuple(placements[name] for name in order),
         skipped=dict(dispatcher.skipped),
         metrics=night_metrics(finishes, len(tasks), weights),
     )
