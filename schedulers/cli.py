@@ -191,7 +191,7 @@ def simulate(
 
             with ServerPool(catalog, secrets_dir(store)) as pool:
                 planned = make_plan(catalog, pool, history)
-            tasks, on_worker = planned.tasks, planned.on_worker
+            tasks, on_worker = planned.tasks, planned.worker_seconds()
             durations = {
                 t.name: planned.unknown_seconds if t.estimate is None else t.estimate for t in tasks
             }

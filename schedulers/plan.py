@@ -43,8 +43,15 @@ class Plan:
     base_time: datetime
     #: how much jobs slow beside others, measured from history (plan and simulate use it)
     contention: Contention = NONE
-    #: (job, worker) -> alone estimate on that worker, where it differs from ``estimates``
-    on_worker: dict[tuple[str, str], float] = dataclasses.field(default_factory=dict)
+    #: (job, worker) -> the estimate on that worker, where it rests on that worker's runs
+    on_worker: dict[tuple[str, str], Estimate] = dataclasses.field(default_factory=dict)
+
+    def estimate_on(self, name: str, worker: str | None) -> Estimate:
+        return self.on_worker.get((name, worker or ""), self.estimates[name])
+
+    def worker_seconds(self) -> dict[tuple[str, str], float]:
+        """(job, worker) -> alone seconds there, for the simulator."""
+        return {k: e.seconds for k, e in self.on_worker.items() if e.seconds is not None}
 
     def predicted_s(self, name: str) -> float | None:
         """The job's predicted run time tonight: alone on its planned worker, times the
@@ -57,11 +64,10 @@ class Plan:
         return {p.name: p for p in self.timeline.placements}
 
     def planned_jobs(self) -> list[PlannedJob]:
-        planned = {p.name: p for p in self.timeline.placements}
         out = []
         for job in self.catalog.jobs:
-            estimate = self.estimates[job.name]
-            place = planned.get(job.name)
+            place = self._placements.get(job.name)
+            estimate = self.estimate_on(job.name, place.lane.worker if place else None)
             out.append(
                 PlannedJob(
                     name=job.name,
@@ -82,7 +88,7 @@ class Plan:
         jobs = []
         for place in self.timeline.placements:
             job = self.catalog.job(place.name)
-            estimate = self.estimates[job.name]
+            estimate = self.estimate_on(job.name, place.lane.worker)
             jobs.append(
                 {
                     "name": job.name,
@@ -171,8 +177,8 @@ def make_plan(
     for job in catalog.jobs:
         for worker in usable:
             here = estimator.estimate(job.name, sizes.rows[job.name], worker.spec.name)
-            if here.seconds is not None and here.seconds != estimates[job.name].seconds:
-                on_worker[(job.name, worker.spec.name)] = here.seconds
+            if here.worker is not None:
+                on_worker[(job.name, worker.spec.name)] = here
     tasks = [
         Task(j.name, j.order, estimates[j.name].seconds, j.weight, j.depends_on, j.workers)
         for j in catalog.jobs
@@ -189,7 +195,12 @@ def make_plan(
     durations = {t.name: unknown_seconds if t.estimate is None else t.estimate for t in tasks}
     chosen = policy or catalog.policy
     timeline = simulate(
-        chosen, tasks, lanes, durations, on_worker=on_worker, contention=estimator.contention
+        chosen,
+        tasks,
+        lanes,
+        durations,
+        on_worker={k: e.seconds for k, e in on_worker.items() if e.seconds is not None},
+        contention=estimator.contention,
     )
     return Plan(
         catalog=catalog,
