@@ -11,12 +11,13 @@ move by up to +-10% (the cache table is rewritten before it).
 
 1. Learning: two one-worker nights, then two-worker nights, ``--learn`` + 1 in all,
    policy sjf. The estimate error (duration-weighted: sum |est - real| / sum real) of the
-   night after 1, 3 and ``--learn`` nights of history.
+   night after 1, 3 and ``--learn`` nights of history, beside the error the same
+   estimator would have made without the contention factor (runs taken as they were).
 2. Predicted against real makespan, two workers: for each later night, the plan's
-   makespan with the measured contention, and what the plan predicted without it (the
-   alone estimates on two lanes, as before).
+   makespan with the measured contention, and without it.
 3. Policies, two workers, one real night each: mean completion and share done at half
    the night.
+4. Back to one worker: the error of a night whose setup changed.
 
 Every server is destroyed at the end.
 """
@@ -139,9 +140,9 @@ def caught_up(primary: MariaDB, replicas: list[MariaDB], timeout: float = 900) -
         conn.close()
 
 
-def predicted(path: Path, state: Path, policy: str) -> tuple[float, float]:
-    """Tonight's predicted makespan: with the measured contention, and as before (the
-    history's runs as they were, no contention, on two lanes)."""
+def predicted(path: Path, state: Path, policy: str) -> tuple[float, float, dict[str, float]]:
+    """Tonight's predicted makespan with the measured contention, and without it (the
+    history's runs taken as they were, no slowdown beside others) with its per-job times."""
     catalog = load_catalog(path)
     with StateStore.open(state) as store, ServerPool(catalog, secrets_dir(store)) as pool:
         history = History(store)
@@ -153,7 +154,14 @@ def predicted(path: Path, state: Path, policy: str) -> tuple[float, float]:
         for j in plan.catalog.jobs
     }
     before = simulate(policy, plan.tasks, plan.lanes, durations).metrics.makespan
-    return plan.timeline.metrics.makespan, before
+    return plan.timeline.metrics.makespan, before, durations
+
+
+def error_without(result: dict[str, Any], durations: dict[str, float]) -> float:
+    """The night's duration-weighted error had the estimates ignored contention."""
+    ok = [j for j in result["jobs"] if j["outcome"] == "ok" and j["name"] in durations]
+    actual = sum(j["actual_s"] for j in ok)
+    return sum(abs(j["actual_s"] - durations[j["name"]]) for j in ok) / actual * 100
 
 
 def night(path: Path, state: Path, policy: str) -> dict[str, Any]:
@@ -220,34 +228,57 @@ def main() -> None:
         state = base / "state.db"
 
         print("learning, policy sjf (error: this night's estimates against what happened):")
-        errors: dict[int, float] = {}
+        errors: dict[int, tuple[float, float]] = {}
         makespans: list[tuple[float, float, float]] = []
         for n in range(args.learn + 1):
             path = one if n < 2 else two
             tonight(primary, rows, rng)
             caught_up(primary, replicas)
             extra = ""
-            if path is two and n >= 3:
-                with_c, without = predicted(path, state, "sjf")
+            if n:
+                with_c, without, old = predicted(path, state, "sjf")
             result = night(path, state, "sjf")
+            if n:
+                pct = result["summary"]["estimate_error"]["weighted_abs_pct"]
+                errors[n] = (pct, error_without(result, old))
+                extra = f"  without contention {errors[n][1]:5.1f}%"
             if path is two and n >= 3:
                 real = result["summary"]["makespan_s"]
                 makespans.append((with_c, without, real))
-                extra = f"  predicted {with_c:.2f} s (before: {without:.2f} s)"
-            pct = result["summary"]["estimate_error"]["weighted_abs_pct"]
-            if n:
-                errors[n] = pct
+                extra += f"; makespan predicted {with_c:.2f} s (without: {without:.2f} s)"
             workers = "1 worker" if path is one else "2 workers"
             line(f"night {n + 1} ({workers}, {n} before)", result, extra)
+            if n == args.learn:
+                worst = result["summary"]["estimate_error"]["largest"][:3]
+                print(
+                    "    furthest off: "
+                    + ", ".join(
+                        f"{w['name']} {w['estimate_s']:.2f} s est. / {w['actual_s']:.2f} s"
+                        for w in worst
+                    )
+                )
 
         print("policies, two workers, one real night each:")
         for policy in POLICIES:
             tonight(primary, rows, rng)
             caught_up(primary, replicas)
-            with_c, without = predicted(two, state, policy)
+            with_c, without, old = predicted(two, state, policy)
             result = night(two, state, policy)
             makespans.append((with_c, without, result["summary"]["makespan_s"]))
-            line(policy, result, f"  predicted {with_c:.2f} s (before: {without:.2f} s)")
+            line(
+                policy,
+                result,
+                f"  without contention {error_without(result, old):5.1f}%;"
+                f" makespan predicted {with_c:.2f} s (without: {without:.2f} s)",
+            )
+
+        print("back to one worker after the two-worker nights (the setup changes):")
+        tonight(primary, rows, rng)
+        caught_up(primary, replicas)
+        _, _, old = predicted(one, state, "sjf")
+        result = night(one, state, "sjf")
+        back = (result["summary"]["estimate_error"]["weighted_abs_pct"], error_without(result, old))
+        line("sjf, 1 worker", result, f"  without contention {back[1]:5.1f}%")
 
         with StateStore.open(state) as store:
             contention = Estimator(History(store).samples("night", 20), 1000.0).contention.to_json()
@@ -255,8 +286,10 @@ def main() -> None:
         off_before = [abs(b - r) / r for _, b, r in makespans]
         print(
             f"\nfigures: estimate error (duration-weighted) after 1, 3, {args.learn} nights:"
-            f" {errors.get(1, float('nan')):.1f}%, {errors.get(3, float('nan')):.1f}%,"
-            f" {errors.get(args.learn, float('nan')):.1f}%."
+            + ", ".join(f" {errors[n][0]:.1f}%" for n in (1, 3, args.learn) if n in errors)
+            + " (without contention:"
+            + ", ".join(f" {errors[n][1]:.1f}%" for n in (1, 3, args.learn) if n in errors)
+            + f"); back to one worker {back[0]:.1f}% (without contention {back[1]:.1f}%)."
             f" Two workers, predicted vs real makespan over {len(makespans)} nights:"
             f" median off {statistics.median(off):.1%}, worst {max(off):.1%}"
             f" (without contention: median {statistics.median(off_before):.1%},"
