@@ -177,3 +177,14 @@ def test_history_knows_the_worker_and_the_jobs_beside_each_run(
     for job in plan["jobs"]:
         assert job["estimate_worker"] == job["worker"]
         assert job["predicted_s"] >= job["estimate_s"] - 0.001
+    replay = json.loads(
+        govern(
+            "schedule", "simulate", str(two), "--state", str(state_path), "--policies", "fifo",
+            "--json", check=True,
+        ).stdout
+    )  # fmt: skip
+    assert replay["contention"] == plan["contention"]
+    # the recorded fifo night replayed in its own order: its runs divided by their slowdown
+    # and slowed again by the same overlaps give back about the night it was
+    (fifo,) = replay["policies"]
+    assert fifo["makespan_s"] == pytest.approx(second["summary"]["makespan_s"], rel=0.15)
