@@ -8,9 +8,10 @@ beside it (:mod:`govern.schedulers.contention`), so nights with one and two work
 feed one history without the estimate drifting when the setup changes; ``plan`` and
 ``simulate`` multiply it back by the contention they expect.
 
-1. ``fit``: with 3+ past runs at 2+ different sizes, a Theil-Sen line
+1. ``fit``: with 3+ past runs whose sizes span 1.5x or more, a Theil-Sen line
    seconds = a + b * rows: the job's fixed cost and its slope (median of pairwise
-   slopes; one outlier in four cannot move it).
+   slopes; one outlier in four cannot move it). Over sizes within +-10% a line is
+   noise: it predicted 4.3 s for a job that ran in 1.9 s.
 2. ``rate``: with fewer runs, the catalog's fixed cost (the global line's, at most the
    job's fastest run) plus the median seconds-per-row beyond it times tonight's rows:
    a job seen once at 10 rows is not predicted at 0 s tonight.
@@ -20,8 +21,8 @@ feed one history without the estimate drifting when the setup changes; ``plan`` 
 5. ``default-rate``: no history at all: rows / ``[estimate] rows_per_second``.
 6. ``none``: neither a size nor a history. Policies put such jobs on the long side.
 
-Each uses the job's runs on the worker asked about when it has any, else its runs on
-every worker (``Estimate.worker`` says which).
+Each uses the job's runs on the worker asked about when it has 3 or more there, else its
+runs on every worker (``Estimate.worker`` says which).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ from govern.schedulers.contention import Contention, Run, measure
 
 #: Pairwise slopes grow quadratically; beyond this many points the fit samples evenly.
 MAX_FIT_POINTS = 200
+#: A line needs sizes this far apart (largest / smallest); closer, the median rate is steadier.
+MIN_FIT_SPREAD = 1.5
+#: Runs on a worker before its own estimate is trusted over the job's runs everywhere.
+MIN_WORKER_RUNS = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +109,7 @@ class Estimator:
         samples = self.history.get(job, [])
         if worker is not None:
             mine = [s for s in samples if s.worker == worker]
-            if mine:
+            if len(mine) >= MIN_WORKER_RUNS:
                 return self._from_own(mine, rows, worker)
         if samples:
             return self._from_own(samples, rows, None)
@@ -130,7 +135,8 @@ class Estimator:
 def _fit_or_rate(
     points: list[tuple[float, float]], rows: int, fixed: float = 0.0
 ) -> tuple[float, str] | None:
-    if len(points) >= 3:
+    sizes = [r for r, _ in points]
+    if len(points) >= 3 and max(sizes) >= MIN_FIT_SPREAD * max(min(sizes), 1.0):
         line = theil_sen(points)
         if line is not None:
             predicted = line[0] + line[1] * rows

@@ -92,7 +92,7 @@ def test_estimates_per_worker_with_contention_divided_out() -> None:
     contention = Contention({1: 1.5})
     alone = [Sample(r, 0.5 + r / 1000, "slow", 0.0) for r in (1000, 2000, 3000)]
     beside = [Sample(r, (0.5 + r / 1000) * 1.5, "slow", 1.0) for r in (1000, 2000, 3000)]
-    fast = [Sample(2000, 1.0, "fast", 0.0)]
+    fast = [Sample(2000, 1.0, "fast", 0.0)] * 3
     for history in (alone, beside, alone + beside):
         est = Estimator({"job": history + fast}, 1000, contention)
         on_slow = est.estimate("job", 4000, "slow")
@@ -101,7 +101,12 @@ def test_estimates_per_worker_with_contention_divided_out() -> None:
     est = Estimator({"job": alone + fast}, 1000, contention)
     assert est.estimate("job", 2000, "fast").seconds == pytest.approx(1.0)
     anywhere = est.estimate("job", 2000, "new-worker")  # no run there: every worker's
-    assert anywhere.worker is None and anywhere.samples == 4
+    assert anywhere.worker is None and anywhere.samples == 6
+    few = Estimator({"job": alone + fast[:2]}, 1000, contention).estimate("job", 2000, "fast")
+    assert few.worker is None  # two runs there: not enough to trust over the job's others
+    narrow = [Sample(r, 1.0 + (r % 7) / 10, "w", 0.0) for r in (1000, 1050, 1100, 950)]
+    line = Estimator({"job": narrow}, 1000).estimate("job", 1000)
+    assert line.method == "rate"  # sizes within 1.5x: a line would be noise
 
 
 def test_a_rate_estimate_keeps_the_fixed_cost() -> None:
@@ -175,7 +180,7 @@ def test_history_knows_the_worker_and_the_jobs_beside_each_run(
     )
     assert plan["contention"]["jobs"] == 4  # seen alone (night 1) and beside others (night 2)
     for job in plan["jobs"]:
-        assert job["estimate_worker"] == job["worker"]
+        assert job["estimate_worker"] is None  # under 3 runs on any worker: all of its runs
         assert job["predicted_s"] >= job["estimate_s"] - 0.001
     replay = json.loads(
         govern(
