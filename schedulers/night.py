@@ -4,6 +4,7 @@ lock, plan, record, run, summarise.
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -11,16 +12,28 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from govern.errors import GovernError, UsageError
 from govern.output import info, is_terminal, warn
 from govern.progress import progress
 from govern.schedulers.catalog import Catalog
 from govern.schedulers.estimates import estimate_error
 from govern.schedulers.history import History, NightLabel
+from govern.schedulers.ledger import LedgerNight, NightLedger
 from govern.schedulers.metrics import night_metrics
 from govern.schedulers.plan import Plan, make_plan
+from govern.schedulers.rerun import (
+    ENDED,
+    Carried,
+    NothingLeft,
+    Rerun,
+    chooser,
+    find_carried,
+    with_date,
+)
 from govern.schedulers.runner import NightResult, NightRunner, StopRequest
 from govern.schedulers.workers import ServerPool
-from govern.state import StateStore
+from govern.state import StateStore, utcnow
+from govern.units import plural
 
 #: Nights whose job logs are kept, per catalog (the history itself is kept whole).
 KEEP_LOGS = 30
@@ -54,19 +67,53 @@ def run_night(
     stop: StopRequest | None = None,
     show_progress: bool | None = None,
     notify: Callable[[str], None] = info,
+    rerun: Rerun | None = None,
+    ledger: NightLedger | None = None,
 ) -> dict[str, Any]:
     """Run every job of ``catalog`` now; returns the night's ``govern.schedule.night`` document.
+
+    ``rerun`` narrows it (``--date``, ``--job``) or goes on with the last night
+    (``--resume``, ``--only-failed``): govern/schedulers/rerun.py. ``ledger`` (serve on two
+    hosts) is the night's record on the primary: what another host ended of this night is
+    not run again, and every job's start and end is written there (ledger.py). Raises
+    NightAlreadyRan when the ledger says the night ended.
 
     Raises LockHeld (exit 3) when another night of this catalog runs, ServerError when no
     worker can be reached, ConfigError when the sizing query is wrong: all before any job.
     """
+    rerun = rerun or Rerun()
     history = History(store)
     for night in history.reap_stale():
         warn(f"night {night} of an earlier scheduler process was left running: marked interrupted")
     started = datetime.now().astimezone()
+    carried = find_carried(history, catalog.name, rerun) if rerun.continues else None
+    key = (scheduled_for or started).isoformat()
+    shared = ledger.night(key) if ledger is not None else None
+    if shared is not None and shared.ended:
+        raise NightAlreadyRan(
+            f"night {key} of {catalog.name!r} already ended {shared.state} on {shared.host}"
+            " (the ledger on the primary)"
+        )
+    if shared is not None:
+        carried = carried_from_ledger(shared)
+    day = night_date(rerun, carried, scheduled_for or started)
+    catalog = with_date(catalog, day)
     with ServerPool(catalog, secrets_dir(store)) as pool:
         pool.lock()
-        plan = make_plan(catalog, pool, history, policy, base_time=started)
+        try:
+            plan = make_plan(
+                catalog, pool, history, policy, base_time=started, select=chooser(rerun, carried)
+            )
+        except NothingLeft:
+            if ledger is None or shared is None:
+                raise
+            # its host died after the last job ended, before it could end the night
+            status = "ok" if all(s == "ok" for s in shared.jobs.values()) else "failed"
+            ledger.finish(key, status)
+            raise NightAlreadyRan(
+                f"night {key} of {catalog.name!r}: every job had ended on {shared.host};"
+                f" ended it {status} in the ledger"
+            ) from None
         for message in plan.warnings:
             warn(message)
         label = NightLabel(
@@ -76,7 +123,30 @@ def run_night(
             trigger,
             scheduled_for.isoformat() if scheduled_for else None,
         )
-        night = history.start_night(label, plan.workers, plan.planned_jobs())
+        on_job = None
+        if ledger is not None:
+            ledger.begin(key, day)
+            on_job = functools.partial(_tell_ledger, ledger, key)
+        if shared is not None:
+            ran = sum(1 for state in shared.jobs.values() if state in ENDED)
+            note = (
+                f"takes over the night from {shared.host} (ledger on the primary):"
+                f" {plural(ran, 'job')} ended there"
+            )
+            night = history.start_night(label, plan.workers, plan.planned_jobs(), night_date=day)
+            history.set_note(night, note)
+            notify(f"night {night} of {catalog.name} ({day}): {note}")
+        elif carried is not None:
+            night = carried.night_id
+            note = f"{rerun.mode} at {utcnow()}: {plural(len(plan.catalog.jobs), 'job')} ran again"
+            history.resume_night(night, plan.planned_jobs(), note)
+            notify(f"night {night} of {catalog.name} ({day}): {note}")
+        else:
+            night = history.start_night(label, plan.workers, plan.planned_jobs(), night_date=day)
+        if plan.refusal is not None:
+            if ledger is not None:
+                ledger.finish(key, "failed")
+            return _refuse(history, night, plan, pool)
         bar = is_terminal() if show_progress is None else show_progress
         runner = NightRunner(
             plan,
@@ -88,6 +158,9 @@ def run_night(
             stop=stop,
             notify=notify,
             job_lines=not bar,
+            night_date=day,
+            carried=carried,
+            on_job=on_job,
         )
         try:
             with progress(
@@ -103,8 +176,88 @@ def run_night(
             if result.stopped
             else ("ok" if all(o == "ok" for o in result.outcomes.values()) else "failed")
         )
-        history.finish_night(night, status, night_summary(plan, result, pool))
+        notes = [n for n in (note_of(history, night), *result.notes) if n]
+        history.finish_night(
+            night, status, night_summary(plan, result, pool), note="; ".join(notes) or None
+        )
+        if ledger is not None and status != "interrupted":  # interrupted: the standby's to end
+            ledger.finish(key, status)
     prune_logs(log_dir(store) / catalog.name)
+    document = history.night(night)
+    assert document is not None
+    return document
+
+
+class NightAlreadyRan(GovernError):
+    """The ledger on the primary says another host (or this one) ended this night."""
+
+
+def carried_from_ledger(shared: LedgerNight) -> Carried:
+    """What another host settled of a night, as a resumed night's earlier part: outcomes and
+    completion times from the ledger (the rest of that part is in that host's history)."""
+    ok = [job for job, state in shared.jobs.items() if state == "ok"]
+    return Carried(
+        night_id=0,
+        date=shared.night_date,
+        started_at=shared.started_at,
+        outcomes={job: state for job, state in shared.jobs.items() if state in ENDED},
+        finishes={job: shared.finishes[job] for job in ok if job in shared.finishes},
+        durations={},
+        attempts=dict(shared.attempts),
+    )
+
+
+def _tell_ledger(ledger: NightLedger, key: str, job: str, state: str, attempt: int) -> None:
+    ledger.job(key, job, state, attempt)
+
+
+def note_of(history: History, night: int) -> str | None:
+    """The night's note as it stands (a resumed night keeps saying it was resumed)."""
+    row = history.store.db.execute(
+        "SELECT note FROM schedule_nights WHERE id = ?", (night,)
+    ).fetchone()
+    return None if row is None or row["note"] is None else str(row["note"])
+
+
+def night_date(rerun: Rerun, carried: Carried | None, when: datetime) -> str:
+    """The night's ``{date}``: ``--date``, else the resumed night's, else the day it starts
+    (a cron night: the day of its fire time)."""
+    if carried is not None and carried.date and rerun.date and rerun.date != carried.date:
+        raise UsageError(
+            f"--date {rerun.date}: night {carried.night_id} is for {carried.date}"
+            " (a resumed night keeps its date)"
+        )
+    return rerun.date or (carried.date if carried and carried.date else when.date().isoformat())
+
+
+def dry_run(
+    catalog: Catalog, store: StateStore, *, policy: str | None = None, rerun: Rerun | None = None
+) -> tuple[Plan, str, int | None]:
+    """What ``run`` would do (same selection, same sizing), without the lock, without a record,
+    without starting a job: the plan, the night's date, and the night it would go on with."""
+    rerun = rerun or Rerun()
+    history = History(store)
+    started = datetime.now().astimezone()
+    carried = find_carried(history, catalog.name, rerun) if rerun.continues else None
+    day = night_date(rerun, carried, started)
+    catalog = with_date(catalog, day)
+    with ServerPool(catalog, secrets_dir(store)) as pool:
+        plan = make_plan(
+            catalog, pool, history, policy, base_time=started, select=chooser(rerun, carried)
+        )
+    return plan, day, carried.night_id if carried else None
+
+
+def _refuse(history: History, night: int, plan: Plan, pool: ServerPool) -> dict[str, Any]:
+    """A night that must not run (plan.refusal): recorded as failed, every job skipped with
+    the reason, nothing started. Loud: the reason is the night's note and a warning."""
+    assert plan.refusal is not None
+    reason = f"the night was refused: {plan.refusal}"
+    names = [j.name for j in plan.catalog.jobs]
+    history.jobs_skipped(night, [(name, reason) for name in names])
+    result = NightResult({}, dict.fromkeys(names, "skipped"), {}, stopped=False)
+    history.finish_night(night, "failed", night_summary(plan, result, pool), note=plan.refusal)
+    warn(f"night {night} of {plan.catalog.name} refused: {plan.refusal}")
     document = history.night(night)
     assert document is not None
     return document
@@ -114,7 +267,8 @@ def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str
     """What the night is judged by, stored with it (docs/json.md, ``summary``)."""
     weights = {j.name: j.weight for j in plan.catalog.jobs}
     ends = [*list(result.finishes.values()), result.ended_at]
-    metrics = night_metrics(result.finishes, len(plan.catalog.jobs), weights, makespan=max(ends))
+    total = len({j.name for j in plan.catalog.jobs} | set(result.outcomes))  # resumed: all
+    metrics = night_metrics(result.finishes, total, weights, makespan=max(ends))
     pairs = {}
     for name, estimate in plan.estimates.items():
         predicted = plan.predicted_s(name)
@@ -122,6 +276,7 @@ def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str
             estimate.seconds is not None
             and predicted is not None
             and result.outcomes.get(name) == "ok"
+            and name in result.durations
         ):
             pairs[name] = (predicted, result.durations[name])
     return {
@@ -132,4 +287,6 @@ def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str
             w.spec.name: round(w.guard.held_seconds if w.guard else 0.0, 3) for w in pool.workers
         },
         "warnings": plan.warnings,
+        "template_keys": plan.template_keys,
+        "refused": plan.refusal is not None,
     }

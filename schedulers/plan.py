@@ -8,17 +8,22 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 from govern.errors import ServerError
+from govern.privileges import account_warnings, read_grants
 from govern.schedulers.catalog import Catalog
 from govern.schedulers.contention import NONE, Contention
 from govern.schedulers.estimates import Estimate, Estimator
 from govern.schedulers.history import History, PlannedJob
+from govern.schedulers.key_floor import KEY_NIGHTS, floor_refusal, template_keys
 from govern.schedulers.policies import Lane, Task, make_lanes
+from govern.schedulers.rerun import with_date
 from govern.schedulers.simulate import Placement, Timeline, simulate
 from govern.schedulers.sizing import Sizes, measure_sizes
+from govern.schedulers.sizing_server import SizingRead, choose_sizing_server, needs_server
 from govern.schedulers.workers import ServerPool
 from govern.units import plural
 
@@ -45,6 +50,10 @@ class Plan:
     contention: Contention = NONE
     #: (job, worker) -> the estimate on that worker, where it rests on that worker's runs
     on_worker: dict[tuple[str, str], Estimate] = dataclasses.field(default_factory=dict)
+    #: jobs each [each.NAME] template made tonight (the key-count floor's figure)
+    template_keys: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: why the night must not run (no server fit for the sizing read, too few keys)
+    refusal: str | None = None
 
     def estimate_on(self, name: str, worker: str | None) -> Estimate:
         return self.on_worker.get((name, worker or ""), self.estimates[name])
@@ -130,6 +139,8 @@ class Plan:
             "skipped": [{"name": n, "reason": r} for n, r in self.timeline.skipped.items()],
             "summary": self.timeline.metrics.to_json(),
             "warnings": self.warnings,
+            "template_keys": self.template_keys,
+            "refusal": self.refusal,
         }
 
 
@@ -143,8 +154,14 @@ def make_plan(
     history: History,
     policy: str | None = None,
     base_time: datetime | None = None,
+    select: Callable[[Catalog], tuple[Catalog, list[str]]] | None = None,
 ) -> Plan:
-    """Size every job, estimate it from history, and simulate the night under ``policy``."""
+    """Size every job, estimate it from history, and simulate the night under ``policy``.
+
+    ``select`` narrows the sized catalog (templates expanded) to the jobs this run takes
+    (``--job``, ``--resume``: govern/schedulers/rerun.py)."""
+    base_time = base_time or datetime.now().astimezone()
+    catalog = with_date(catalog, base_time.date().isoformat())  # run fills it before: no-op
     usable = pool.usable()
     if not usable:
         reasons = "; ".join(f"{w.spec.name}: {w.error}" for w in pool.workers)
@@ -159,16 +176,33 @@ def make_plan(
                 f"worker {worker.spec.name}: cannot read replica status (needs {grant}): "
                 "the lag guard cannot see it and its sql jobs run read-only"
             )
+    for worker in usable:
+        if worker.conn is not None and worker.info is not None:
+            for message in account_warnings(worker.info, read_grants(worker.conn)):
+                warnings.append(f"worker {worker.spec.name}: {message}")
     pool.refresh_lag()
     lanes = make_lanes([(w.spec.name, w.spec.concurrency, w.spec.end) for w in usable])
-    server = catalog.sizing.server or usable[0].spec.name
-    try:
-        conn = pool.connection_for(server)
-    except ServerError as exc:
-        conn = None
-        warnings.append(f"sizing server {server}: {exc.message}")
-    catalog, sizes = measure_sizes(catalog, conn, server)
-    warnings.extend(sizes.warnings)
+    original = catalog
+    refusal = None
+    read = SizingRead(catalog.sizing.server or usable[0].spec.name, None, [])
+    if needs_server(catalog):
+        read = choose_sizing_server(catalog, pool)
+        warnings.extend(read.notes)
+        refusal = read.refusal
+    server = read.server or catalog.sizing.server or usable[0].spec.name
+    if refusal is None:
+        catalog, sizes = measure_sizes(catalog, read.conn, server)
+        warnings.extend(sizes.warnings)
+    else:
+        catalog, sizes = measure_sizes(catalog, None, server)
+    keys = template_keys(original, catalog)
+    if refusal is None and keys:
+        refusal = floor_refusal(
+            keys, history.recent_template_keys(catalog.name, KEY_NIGHTS), catalog.sizing.key_floor
+        )
+    if select is not None:
+        catalog, narrowed = select(catalog)
+        warnings.extend(narrowed)
     estimator = Estimator(
         history.samples(catalog.name, catalog.history_window), catalog.rows_per_second
     )
@@ -216,4 +250,6 @@ def make_plan(
         base_time=base_time or datetime.now().astimezone(),
         contention=estimator.contention,
         on_worker=on_worker,
+        template_keys=keys,
+        refusal=refusal,
     )

@@ -10,6 +10,7 @@ With a measured contention factor, jobs slow down while others run beside them.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from collections.abc import Mapping, Sequence
 
 from govern.schedulers.contention import NONE, Contention
@@ -37,14 +38,6 @@ class Timeline:
         return next(p for p in self.placements if p.name == name)
 
 
-@dataclasses.dataclass
-class _Running:
-    name: str
-    left: float  # seconds of work left, as if alone
-    start: float
-    lane: Lane
-
-
 def simulate(
     policy: str,
     tasks: Sequence[Task],
@@ -59,17 +52,25 @@ def simulate(
     ``durations`` are run times alone (default: the estimates), ``on_worker`` overrides
     them per (job, worker). With ``contention`` each running job advances at
     1/factor(others running) of its alone speed, recomputed whenever a job starts or ends.
+
+    All running jobs advance at the same speed, so one clock of work done alone
+    (``work``) orders their ends: a job started at work w with d seconds alone ends at
+    work w + d. The running jobs sit in a heap by that end, and an event costs O(log n)
+    (a night of n jobs, a 2,000-link chain included, replays in O(n log n)).
     """
     if durations is None:
         durations = {t.name: t.estimate or 0.0 for t in tasks}
     on_worker = on_worker or {}
     factor = (contention or NONE).factor
     dispatcher = Dispatcher(policy, tasks, lanes)
+    lane_by_index = {lane.index: lane for lane in lanes}
     free = sorted(lanes, key=lambda lane: lane.index)
-    running: dict[int, _Running] = {}  # lane index -> what runs there
+    #: (work clock at its end, lane index, job, start time)
+    running: list[tuple[float, int, str, float]] = []
     placements: dict[str, Placement] = {}
     order: list[str] = []
     now = 0.0
+    work = 0.0  # seconds of work each running job has done since the night began, as if alone
     while True:
         still_free = []
         for lane in free:
@@ -77,25 +78,21 @@ def simulate(
             if task is None:
                 still_free.append(lane)
                 continue
-            work = on_worker.get((task.name, lane.worker), durations.get(task.name, 0.0))
-            running[lane.index] = _Running(task.name, max(work, 0.0), now, lane)
+            alone = on_worker.get((task.name, lane.worker), durations.get(task.name, 0.0))
+            heapq.heappush(running, (work + max(alone, 0.0), lane.index, task.name, now))
             order.append(task.name)
         free = still_free
         if not running:
             break
         slowdown = factor(len(running) - 1)
-        step = min(r.left for r in running.values())
-        now += step * slowdown
-        ended = []
-        for index, entry in running.items():
-            entry.left -= step
-            if entry.left <= 1e-12:
-                ended.append(index)
-        for index in ended:
-            done = running.pop(index)
-            placements[done.name] = Placement(done.name, done.lane, done.start, now)
-            dispatcher.succeed(done.name)
-            free.append(done.lane)
+        next_end = running[0][0]
+        now += (next_end - work) * slowdown
+        work = next_end
+        while running and running[0][0] <= work + 1e-12:  # everything ending at this instant
+            _, index, name, start = heapq.heappop(running)
+            placements[name] = Placement(name, lane_by_index[index], start, now)
+            dispatcher.succeed(name)
+            free.append(lane_by_index[index])
         free.sort(key=lambda lane: lane.index)
     dispatcher.abandon("never became ready")
     finishes = {p.name: p.finish for p in placements.values()}

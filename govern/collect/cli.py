@@ -9,6 +9,7 @@ from govern.cli_options import connection_options, state_option
 from govern.collect.buckets import parse_width
 from govern.connection import ConnectionSettings, resolve_settings
 from govern.errors import UsageError
+from govern.history.sink import Retention
 
 
 def parse_duration(text: str, option: str) -> float:
@@ -22,6 +23,24 @@ def parse_duration(text: str, option: str) -> float:
 @click.command()
 @click.argument("logs", nargs=-1, metavar="[LOG…]")
 @click.option("--to", "to", metavar="DIR", help="Directory of the buckets (govern.digest files).")
+@click.option(
+    "--store",
+    metavar="URL",
+    help="Write the buckets into a history store (sqlite:PATH, sqlite: for the default file,"
+    " or mysql://HOST/SCHEMA?defaults-file=PATH); with --to, into both.",
+)
+@click.option(
+    "--keep-hourly",
+    default="14d",
+    show_default=True,
+    help="With --store: days of buckets kept; older days keep only their daily roll-up.",
+)
+@click.option(
+    "--keep",
+    default="400d",
+    show_default=True,
+    help="With --store: everything older than this is dropped.",
+)
 @click.option(
     "--json-field",
     metavar="FIELD",
@@ -84,6 +103,9 @@ def parse_duration(text: str, option: str) -> float:
 def collect(
     logs: tuple[str, ...],
     to: str | None,
+    store: str | None,
+    keep_hourly: str,
+    keep: str,
     json_field: str | None,
     backfill: bool,
     table: bool,
@@ -112,6 +134,11 @@ def collect(
       govern collect /var/log/mysql/slow.log --to /var/lib/govern/buckets --once
       govern digest merge /var/lib/govern/buckets/db1_2026-11-25T*.json
 
+    Or into a history store (docs/history.md), reported with govern digest --store:
+
+    \b
+      govern collect /var/log/mysql/slow.log --store sqlite: --once
+
     Exit codes: 0 ok, 2 bad option or unreadable file, 3 server error.
     """
     from govern.collect.explain import ExplainOptions
@@ -134,6 +161,8 @@ def collect(
         performance_schema=performance_schema,
         settings=settings,
         to=to,
+        store=store,
+        retention=_retention(keep_hourly, keep),
         host=host_label,
         bucket_seconds=parse_width(bucket),
         close_after=parse_duration(close_after, "--close-after"),
@@ -161,10 +190,24 @@ def collect(
     finally:
         if explainer is not None:
             explainer.close()
+        close = getattr(collector.sink, "close", None)
+        if close is not None:
+            close()
     if as_json:
         from govern.output import print_json
 
         print_json(reporter.document())
+
+
+def _retention(keep_hourly: str, keep: str) -> Retention:
+    days = [parse_duration(text, option) / 86400 for text, option in
+            ((keep_hourly, "--keep-hourly"), (keep, "--keep"))]  # fmt: skip
+    for value, option in zip(days, ("--keep-hourly", "--keep"), strict=True):
+        if value < 1 or value != int(value):
+            raise UsageError(f"{option}: whole days, at least 1d")
+    if days[0] > days[1]:
+        raise UsageError(f"--keep-hourly {keep_hourly} is longer than --keep {keep}")
+    return Retention(int(days[0]), int(days[1]))
 
 
 def _explain_settings(value: str) -> ConnectionSettings:

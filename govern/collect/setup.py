@@ -19,11 +19,13 @@ from govern.collect.explain import Explainer, ExplainOptions
 from govern.collect.files import FollowedLog
 from govern.collect.perfschema import PerformanceSchemaDigests
 from govern.collect.session import open_session, run, server_error
-from govern.collect.sink import DirectorySink
+from govern.collect.sink import DirectorySink, Sink
 from govern.collect.source import Source
 from govern.collect.table import SlowLogTable
 from govern.connection import ConnectionSettings
 from govern.errors import ServerError, UsageError
+from govern.history.sink import BothSinks, Retention, StoreSink
+from govern.history.store import open_store
 from govern.state import StateStore
 
 
@@ -38,6 +40,8 @@ class CollectRequest:
     performance_schema: bool = False
     settings: ConnectionSettings | None = None  # for the table, digests and the host label
     to: str | None = None  # the bucket directory
+    store: str | None = None  # a history store's URL (govern/history)
+    retention: Retention | None = None  # of the store's buckets and roll-ups
     host: str | None = None
     bucket_seconds: int = 3600
     close_after: float = 300.0
@@ -55,8 +59,11 @@ def build_collector(request: CollectRequest) -> tuple[Collector, Explainer | Non
         raise UsageError("--json-field: only for slow-log files given as arguments")
     if request.backfill and not request.logs:
         raise UsageError("--backfill: only for slow-log files given as arguments")
-    if not request.to:
-        raise UsageError("--to DIR: where the buckets go (one govern.digest file per bucket)")
+    if not (request.to or request.store):
+        raise UsageError(
+            "--to DIR or --store URL: where the buckets go (govern.digest files, or a history"
+            " store)"
+        )
     on_server = request.table or request.performance_schema
     host = request.host
     if on_server:
@@ -83,11 +90,20 @@ def build_collector(request: CollectRequest) -> tuple[Collector, Explainer | Non
         on_close=explainer,
         commit_every=request.commit_every,
     )
-    store = StateStore.open(request.state_path)
-    collector = Collector(
-        sources, DirectorySink(Path(request.to)), Checkpoints(store, host), options
-    )
+    sink = open_sink(request)
+    state = StateStore.open(request.state_path)
+    collector = Collector(sources, sink, Checkpoints(state, host), options)
     return collector, explainer
+
+
+def open_sink(request: CollectRequest) -> Sink:
+    """The bucket directory, the history store, or both (close it if it has ``close``)."""
+    directory = DirectorySink(Path(request.to)) if request.to else None
+    if request.store is None:
+        assert directory is not None
+        return directory
+    store = StoreSink(open_store(request.store), request.retention)
+    return store if directory is None else BothSinks(directory, store)
 
 
 def check_server(settings: ConnectionSettings, table: bool, digests: bool) -> str:

@@ -11,9 +11,16 @@ import click
 from govern.cli_options import state_option
 from govern.digest.filters import parse_filters, parse_time
 from govern.digest.options import DigestOptions
+from govern.digest.pt_tables import PtTablesOptions
 from govern.errors import EXIT_FINDINGS, UsageError
 from govern.output import info, is_terminal, warn
-from govern.reports.digest_run import FORMATS, ReportOptions, digest_logs, merge_saved
+from govern.reports.digest_run import (
+    FORMATS,
+    ReportOptions,
+    digest_logs,
+    digest_store,
+    merge_saved,
+)
 
 if TYPE_CHECKING:
     from govern.rules.digest import DigestRuleOptions
@@ -149,6 +156,77 @@ def _with_rule_options(command: Any) -> Any:
     return wrapper
 
 
+def _with_pt_tables(command: Any) -> Any:
+    """pt-query-digest's ``--review``/``--history`` tables, handed to ``command`` as one
+    ``tables`` (docs/digest.md, "pt-query-digest's review and history tables")."""
+
+    @functools.wraps(command)
+    def wrapper(
+        *args: Any,
+        review: str | None,
+        history: str | None,
+        create_review_table: bool,
+        create_history_table: bool,
+        replicate_tables: bool,
+        defaults_file: str | None,
+        **kwargs: Any,
+    ) -> Any:
+        tables = PtTablesOptions(
+            review,
+            history,
+            create_review_table,
+            create_history_table,
+            replicate_tables,
+            defaults_file,
+        )
+        tables.check()
+        if defaults_file and not tables.wanted:
+            raise UsageError("--defaults-file: only with --review or --history")
+        return command(*args, tables=tables, **kwargs)
+
+    for option in reversed(
+        [
+            click.option(
+                "--review",
+                metavar="DSN",
+                help="Upsert one row per class into pt-query-digest's review table: "
+                "h=host,P=port,S=socket,u=user,F=option-file,D=db,t=table "
+                "[default D=percona_schema,t=query_review].",
+            ),
+            click.option(
+                "--history",
+                metavar="DSN",
+                help="Write one row of metrics per class into pt-query-digest's history "
+                "table (DSN as --review) [default D=percona_schema,t=query_history].",
+            ),
+            click.option(
+                "--create-review-table",
+                is_flag=True,
+                help="Create the review table (and database) as pt-query-digest does, if missing.",
+            ),
+            click.option(
+                "--create-history-table",
+                is_flag=True,
+                help="Create the history table (and database) as pt-query-digest does, if missing.",
+            ),
+            click.option(
+                "--replicate-tables",
+                is_flag=True,
+                help="Log the review/history writes in the binary log, so replicas get "
+                "them [default: sql_log_bin=0].",
+            ),
+            click.option(
+                "--defaults-file",
+                type=click.Path(dir_okay=False),
+                help="Option file with the credentials for --review/--history when their "
+                "DSN has no F= [default: ~/.my.cnf].",
+            ),
+        ]
+    ):
+        wrapper = option(wrapper)
+    return wrapper
+
+
 def _rule_options(
     run_rules: bool,
     select: tuple[str, ...],
@@ -206,6 +284,7 @@ class _DigestCommand(click.Command):
 @click.argument("inputs", nargs=-1, metavar="FILE…")
 @_report_options
 @_with_rule_options
+@_with_pt_tables
 @click.option(
     "--since", metavar="TIME", help="Only events at or after TIME (log time, or 2h, 7d…)."
 )
@@ -217,7 +296,17 @@ class _DigestCommand(click.Command):
     metavar="KEY=GLOB",
     help="Keep events whose db, user, host, fingerprint or id matches (=, != or ~REGEX). Repeatable.",
 )
-@click.option("--host", metavar="NAME", help="Label these logs with the server they come from.")
+@click.option(
+    "--host",
+    metavar="NAME",
+    help="Label these logs with the server they come from (with --store: only hosts matching this glob).",
+)
+@click.option(
+    "--store",
+    metavar="URL",
+    help="Report over a history store's buckets instead of logs (sqlite:PATH, sqlite: for the"
+    " default file, or mysql://HOST/SCHEMA?defaults-file=PATH); --since defaults to 7d.",
+)
 @click.option(
     "--jobs",
     type=click.IntRange(min=0),
@@ -233,8 +322,10 @@ def digest(
     until: str | None,
     filter_texts: tuple[str, ...],
     host: str | None,
+    store: str | None,
     jobs: int,
     rule_options: DigestRuleOptions | None,
+    tables: PtTablesOptions,
 ) -> None:
     """Group slow-log events into query classes and report what costs the most.
 
@@ -252,10 +343,34 @@ def digest(
       govern digest compare before.json after.json [--format text|json|md|html]
     A page with charts and govern run's blind windows shaded:
       govern digest FILE --format html -o report.html
+    Fill pt-query-digest's review and history tables (Anemometer):
+      govern digest FILE --review h=db1,D=pt,t=review --history h=db1,D=pt,t=history
+    A week of a history store's buckets (govern collect --store), hosts db*:
+      govern digest --store mysql://dbadmin/govern_history --since 7d --host 'db*'
 
     Exit codes: 0 ok, 1 findings at or above --fail-on, 2 bad option, config
-    or unreadable input.
+    or unreadable input, 3 the --review/--history server refused or failed.
     """
+    if store is not None:
+        if inputs:
+            raise UsageError("--store: reports over the store's buckets, give no FILE too")
+        if filter_texts:
+            raise UsageError("--filter: not with --store (the store keeps classes, not events)")
+        if tables.wanted:
+            raise UsageError("--review/--history: not with --store (give the slow logs)")
+        code = digest_store(
+            store,
+            report,
+            rule_options,
+            since=parse_time("--since", since or "7d"),
+            until=parse_time("--until", until) if until else _now(),
+            hosts=host,
+            order_by=order_by,
+            max_classes=max_classes,
+        )
+        if code:
+            raise SystemExit(EXIT_FINDINGS)
+        return
     options = DigestOptions(
         order_by=order_by,
         max_classes=max_classes,
@@ -267,8 +382,14 @@ def digest(
         jobs=jobs,
     )
     _say_engine()
-    if digest_logs(inputs, options, report, rule_options):
+    if digest_logs(inputs, options, report, rule_options, tables=tables):
         raise SystemExit(EXIT_FINDINGS)
+
+
+def _now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _say_engine() -> None:
@@ -287,12 +408,14 @@ def _say_engine() -> None:
 @click.argument("documents", nargs=-1, metavar="DIGEST.json…")
 @_report_options
 @_with_rule_options
+@_with_pt_tables
 def merge(
     documents: tuple[str, ...],
     report: ReportOptions,
     order_by: str,
     max_classes: int,
     rule_options: DigestRuleOptions | None,
+    tables: PtTablesOptions,
 ) -> None:
     """Merge saved digests (govern digest --format json) into one report.
 
@@ -308,7 +431,14 @@ def merge(
             "no input: give digests saved with --format json (to digest the log file named "
             "merge: govern digest ./merge)"
         )
-    code = merge_saved(documents, report, rule_options, order_by=order_by, max_classes=max_classes)
+    code = merge_saved(
+        documents,
+        report,
+        rule_options,
+        order_by=order_by,
+        max_classes=max_classes,
+        tables=tables,
+    )
     if code:
         raise SystemExit(EXIT_FINDINGS)
 

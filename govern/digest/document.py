@@ -116,7 +116,13 @@ def class_document(
     digest: Digest, agg: ClassAgg, total_time: int, window_seconds: float | None
 ) -> dict[str, Any]:
     c = _class(digest, agg, total_time, window_seconds)
-    return {name: build(c) for name, build in _PARTS.items()}
+    item = {name: build(c) for name, build in _PARTS.items()}
+    if digest.top_hosts is not None and agg.fingerprint:
+        item["top_hosts"] = [
+            {"host": share.host, "count": share.count, "query_time": share.query_time}
+            for share in digest.top_hosts.get(item["id"], ())
+        ]
+    return item
 
 
 class ClassView(Mapping[str, Any]):
@@ -318,7 +324,7 @@ def build_document(digest: Digest) -> dict[str, Any]:
             sorted(unreported, key=lambda key: query_id(key.fingerprint)), _unreported_document
         ),
         "rules": None,  # the digest rules' summary (govern.rules.digest), if they run
-    }
+    } | ({} if digest.store is None else {"store": dict(digest.store)})
 
 
 def global_totals(

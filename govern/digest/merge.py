@@ -64,7 +64,11 @@ def partial_of(document: Mapping[str, Any]) -> tuple[Partial, list[Source]]:
     partial = Partial()
     for item in document["classes"]:
         agg = _class(item, names)
-        partial.classes[agg.fingerprint] = agg
+        mine = partial.classes.get(agg.fingerprint)
+        if mine is None:
+            partial.classes[agg.fingerprint] = agg
+        else:  # the same class from several stored buckets (govern/history)
+            mine.merge(agg)
     if document["other"]:
         partial.other = _class(document["other"], names, other=True)
     for item in document["unreported"]:

@@ -139,6 +139,15 @@ class ClassFinding:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class HostShare:
+    """One host's part of a class in a report over a history store (the costliest first)."""
+
+    host: str
+    count: int
+    query_time: float  # seconds
+
+
 @dataclass(slots=True)
 class ReportClass:
     """One query class."""
@@ -161,6 +170,7 @@ class ReportClass:
     overhead: Overhead | None = None
     tables: Tables | None = None
     findings: list[ClassFinding] = field(default_factory=list)
+    top_hosts: list[HostShare] = field(default_factory=list)  # from a history store
 
     @property
     def short_id(self) -> str:
@@ -232,6 +242,10 @@ class ReportClass:
             findings=[
                 ClassFinding(f["rule"], f["name"], f["severity"], f["message"], f["evidence"])
                 for f in item.get("findings", ())
+            ],
+            top_hosts=[
+                HostShare(share["host"], share["count"], share["query_time"])
+                for share in item.get("top_hosts", ())
             ],
         )
 

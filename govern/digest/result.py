@@ -7,12 +7,14 @@ Its ``govern.digest`` document is built by govern/digest/document.py.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from govern.digest.aggregate import ClassAgg, Metric
 from govern.digest.classes import ClassSource
 from govern.digest.ordering import ClassKey, parse_order_by
+from govern.digest.report import HostShare
 
 
 @dataclass
@@ -43,6 +45,10 @@ class Digest:
     until: str | None = None
     filters: list[str] = field(default_factory=list)
     omitted_classes: int = 0  # classes a saved document left out (--top on a JSON digest)
+    #: From a history store: each class's costliest hosts (class ID -> HostShare list),
+    #: and the store read (``store`` member of the document).
+    top_hosts: Mapping[str, Sequence[HostShare]] | None = None
+    store: Mapping[str, Any] | None = None
 
     # -- ordering --------------------------------------------------------------------
     def keys(self) -> tuple[Sequence[ClassKey], Sequence[ClassKey]]:

@@ -359,6 +359,27 @@ def _class_section(digest: Report, cls: ReportClass, rank: int, *, open: bool) -
                         [[k, _evidence(v)] for k, v in evidence.items()],
                     )
                 )
+    if cls.top_hosts:
+        body.append(tag("h3", "Top hosts by time"))
+        body.append(
+            table(
+                [
+                    Column("host"),
+                    Column("time", True),
+                    Column("share", True),
+                    Column("queries", True),
+                ],
+                [
+                    [
+                        share.host,
+                        units.duration(share.query_time, "compact"),
+                        units.share(share.query_time / cls.total_time if cls.total_time else 0),
+                        units.count(share.count, "grouped"),
+                    ]
+                    for share in cls.top_hosts
+                ],
+            )
+        )
     multi_host = len(cls.servers) > 1 or len(digest.hosts) > 1
     for title, values in (
         ("Hosts", _ranked(cls.servers) if multi_host else []),

@@ -13,6 +13,7 @@ from govern.reports import (
     metric_order,
     rules_lines,
     summary_lines,
+    top_hosts_line,
     top_values,
     unshown_findings,
 )
@@ -102,6 +103,8 @@ def render(report: Report, stream: IO[str], top: int | None = 20) -> None:
             write(f"- {name}: {_cell(top_values(values))}\n")
         if item.servers:
             write(f"- servers: {_cell(top_values(item.servers, 5))}\n")
+        if item.top_hosts:
+            write(f"- top hosts by time: {_cell(top_hosts_line(item))}\n")
         runs = item.runs
         if runs and runs.runs:
             write(

@@ -19,6 +19,7 @@ from govern.reports import (
     metric_order,
     rules_lines,
     summary_lines,
+    top_hosts_line,
     top_values,
     unshown_findings,
 )
@@ -143,6 +144,8 @@ def _render_class(out: Any, rank: int, item: ReportClass) -> None:
         spread.append(f"servers: {escape(top_values(item.servers, 5))}")
     if spread:
         out.print("  " + "   ".join(spread))
+    if item.top_hosts:
+        out.print(f"  top hosts by time: {escape(top_hosts_line(item))}")
     out.print("  Query_time: " + _sparkline(item.histogram))
     out.print("  " + _sequence(item))
     tables = item.tables

@@ -27,7 +27,17 @@ LAYERS = ("core", "features", "reports", "commands")
 
 #: govern.<name>: the feature packages, and doctor (the library of `govern doctor`).
 FEATURES = frozenset(
-    {"digest", "batch", "wrappers", "schedulers", "rules", "doctor", "collect", "throttle"}
+    {
+        "digest",
+        "batch",
+        "wrappers",
+        "schedulers",
+        "rules",
+        "doctor",
+        "collect",
+        "throttle",
+        "history",
+    }
 )
 REPORTS = frozenset({"reports", "html", "charts"})
 COMMANDS = frozenset({"cli", "cli_options", "commands", "__main__"})
@@ -38,8 +48,11 @@ ALLOWED = {
     ("rules", "govern.digest.classes"): "the digest rules read classes through its protocol",
     ("reports", "digest"): "renderers read the report model; digest_run drives the digest",
     ("govern.reports.digest_run", "rules"): "digest -> rules -> render applies the digest rules",
+    ("govern.reports.digest_run", "history"): "govern digest --store reads the history store",
+    ("collect", "history"): "govern collect --store writes closed buckets into the history store",
     ("govern.reports.digest_run", "wrappers"): "the run feature hands its blind windows and holds",
     ("collect", "digest"): "the collector feeds the digest engines and writes digest documents",
+    ("history", "digest"): "the history store merges and reports digest aggregates",
     ("doctor", "govern.collect.readiness"): "doctor says whether collect's sources are readable",
     ("throttle", "govern.rules.sql.split"): "a query check is proven one read-only SELECT by the "
     "rules' SQL splitter (so the throttle is a feature, not core)",

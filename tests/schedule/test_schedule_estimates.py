@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 import statistics
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,11 @@ import pytest
 
 from govern.schedulers.catalog import load_catalog
 from govern.schedulers.contention import Contention, Run, measure, overlaps
+from govern.schedulers.dispatch import Dispatcher
 from govern.schedulers.estimates import Estimator, Sample
 from govern.schedulers.history import History
 from govern.schedulers.night import run_night
-from govern.schedulers.policies import Task, make_lanes
+from govern.schedulers.policies import Lane, Task, make_lanes
 from govern.schedulers.simulate import simulate
 from govern.state import StateStore
 from tests.harness import MariaDB
@@ -135,6 +137,68 @@ def test_simulate_slows_jobs_beside_others() -> None:
     assert simulate("fifo", tasks, lanes).placement("a").finish == pytest.approx(10.0)
     per_worker = simulate("fifo", tasks, lanes, on_worker={("a", "r1"): 2.0})
     assert per_worker.placement("a").finish == pytest.approx(2.0)
+
+
+def processor_sharing(
+    policy: str,
+    tasks: list[Task],
+    lanes: list[Lane],
+    on_worker: dict[tuple[str, str], float],
+    contention: Contention,
+) -> list[tuple[str, str, float, float]]:
+    """The simulator before its work-clock heap: after every event each running job's work
+    left shrinks by the shortest one, the clock moving by that times the slowdown."""
+    dispatcher = Dispatcher(policy, tasks, lanes)
+    free = sorted(lanes, key=lambda lane: lane.index)
+    running: dict[int, list[Any]] = {}  # lane index -> [name, left, start, lane]
+    out: dict[str, tuple[str, str, float, float]] = {}
+    order: list[str] = []
+    now = 0.0
+    while True:
+        still_free = []
+        for lane in free:
+            task = dispatcher.take(lane, now)
+            if task is None:
+                still_free.append(lane)
+                continue
+            work = on_worker.get((task.name, lane.worker), task.estimate or 0.0)
+            running[lane.index] = [task.name, work, now, lane]
+            order.append(task.name)
+        free = still_free
+        if not running:
+            return [out[name] for name in order]
+        step = min(r[1] for r in running.values())
+        now += step * contention.factor(len(running) - 1)
+        for index in list(running):
+            running[index][1] -= step
+            if running[index][1] <= 1e-9:
+                name, _, start, lane = running.pop(index)
+                out[name] = (name, lane.label, start, now)
+                dispatcher.succeed(name)
+                free.append(lane)
+        free.sort(key=lambda lane: lane.index)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_simulators_heap_replays_processor_sharing(seed: int) -> None:
+    """Contention and per-worker times in the O(n log n) simulator: the same timeline as
+    recomputing every running job's work left at each event."""
+    rng = random.Random(seed)
+    lanes = make_lanes([("a", rng.randint(1, 3), None), ("b", rng.randint(1, 2), "long")])
+    tasks = []
+    for i in range(rng.randint(20, 120)):
+        deps = tuple(f"t{d}" for d in rng.sample(range(i), min(i, rng.randint(0, 2))))
+        allowed = rng.choice([None, None, None, ("a",), ("b",)])
+        tasks.append(Task(f"t{i}", i, round(rng.lognormvariate(0, 1), 2), 1.0, deps, allowed))
+    on_worker = {(t.name, "b"): (t.estimate or 0.0) * 1.4 for t in tasks[::3]}
+    contention = Contention({1: 1.25, 3: 1.6})
+    for policy in ("fifo", "sjf", "ljf", "wspt", "two-ended"):
+        timeline = simulate(policy, tasks, lanes, on_worker=on_worker, contention=contention)
+        got = [(p.name, p.lane.label, p.start, p.finish) for p in timeline.placements]
+        want = processor_sharing(policy, tasks, lanes, on_worker, contention)
+        assert [g[:2] for g in got] == [w[:2] for w in want], policy
+        for g, w in zip(got, want, strict=True):
+            assert g[2:] == pytest.approx(w[2:]), (policy, g[0])
 
 
 @pytest.mark.server

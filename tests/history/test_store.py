@@ -1,0 +1,421 @@
+"""The history store on both backends (a SQLite file, the harness's MariaDB): merged reports
+equal a digest of the raw log, a bucket written twice is one bucket, two writer processes,
+migrations, roll-ups equal the merge of their hours, retention, and nothing binlogged."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from govern import sketch
+from govern.digest.document import full_document
+from govern.errors import ServerError, UsageError
+from govern.history.mysql import MysqlStore, parse_url
+from govern.history.sql import MIGRATIONS, SqlStore
+from govern.history.sqlite import SqliteStore
+from govern.history.store import open_store
+from tests.collect.support import assert_same_events, one_shot
+from tests.harness import MariaDB
+from tests.history.support import at, log_path, minute_buckets, mysql_url
+from tests.paths import REPO
+
+WIDE = (dt.datetime(2000, 1, 1), dt.datetime(2100, 1, 1))
+DAY = "2026-11-20"
+
+
+@pytest.fixture(scope="module")
+def buckets(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], ...]:
+    return minute_buckets(log_path(), tmp_path_factory.mktemp("buckets"))
+
+
+@pytest.fixture(params=["sqlite", "mysql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
+    if request.param == "sqlite":
+        opened: SqlStore = SqliteStore(tmp_path / "history.db")
+    else:
+        server: MariaDB = request.getfixturevalue("server")
+        opened = MysqlStore.open(mysql_url(server))
+    yield opened
+    if isinstance(opened, MysqlStore):
+        opened.run(f"DROP DATABASE `{opened.target.schema}`")
+    opened.close()
+
+
+def _count(store: SqlStore, table: str) -> int:
+    return int(store.run(f"SELECT COUNT(*) FROM {table}")[0][0])
+
+
+def test_merged_buckets_equal_a_digest_of_the_raw_log(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...]
+) -> None:
+    assert len(buckets) >= 2
+    for document in buckets:
+        store.write("db1", document["collect"]["bucket"]["start"], document)
+    merged = full_document(store.digest(*WIDE))
+    expected = one_shot([log_path()], label="db1")
+    assert_same_events(merged, expected)  # counts, sums, sketches, spreads: exact
+    for mine, theirs in zip(merged["classes"], expected["classes"], strict=True):
+        for name in ("p95", "p99", "median"):
+            ours, exact = mine["metrics"]["Query_time"][name], theirs["metrics"]["Query_time"][name]
+            assert abs(ours - exact) <= exact * sketch.RELATIVE_ERROR
+        assert mine["top_hosts"] == [
+            {
+                "host": "db1",
+                "count": mine["count"],
+                "query_time": mine["metrics"]["Query_time"]["sum"],
+            }
+        ]
+    assert merged["store"] == {"url": store.url, "hosts": ["db1"], "host_filter": None}
+
+
+def test_a_bucket_written_twice_is_one_bucket(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...]
+) -> None:
+    document = at(buckets[0], "db1", f"{DAY} 10:00:00")
+    store.write("db1", f"{DAY} 10:00:00", document)
+    rows = _count(store, "history_classes")
+    store.write("db1", f"{DAY} 10:00:00", document)
+    assert _count(store, "history_classes") == rows == len(document["classes"])
+    assert _count(store, "history_buckets") == 1
+    assert store.report(*WIDE).events == document["totals"]["events"]
+    # a rewrite with other content replaces the bucket: the report follows the new one
+    other = at(buckets[1], "db1", f"{DAY} 10:00:00")
+    store.write("db1", f"{DAY} 10:00:00", other)
+    assert store.report(*WIDE).events == other["totals"]["events"]
+
+
+def test_a_full_day_reads_the_same_before_and_after_its_roll_ups(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...]
+) -> None:
+    for hour in range(24):
+        for host, document in (("db1", buckets[0]), ("db2", buckets[hour % 2])):
+            start = f"{DAY} {hour:02d}:00:00"
+            store.write(host, start, at(document, host, start))
+    day = (dt.datetime(2026, 11, 20), dt.datetime(2026, 11, 21))
+    hourly = full_document(store.digest(*day))
+    one = full_document(store.digest(*day, host="db2"))
+    rolled = store.roll_up(dt.datetime(2026, 11, 22))
+    assert (rolled.days, rolled.fleet_days) == (2, 1)
+    assert _count(store, "history_fleet_classes") == len(hourly["classes"])
+    fleet = full_document(store.digest(*day))  # read from the fleet's day roll-up
+    assert_same_events(fleet, hourly)
+    assert [c["top_hosts"] for c in fleet["classes"]] == [c["top_hosts"] for c in hourly["classes"]]
+    assert_same_events(full_document(store.digest(*day, host="db2")), one)  # the host's day
+    # the day's figures equal the merge of its 24 hours: 24 times one bucket for db1
+    first = hourly["classes"][0]
+    shares = {share["host"]: share["count"] for share in first["top_hosts"]}
+    single = next(c for c in buckets[0]["classes"] if c["id"] == first["id"])
+    assert shares["db1"] == 24 * single["count"]
+    # a bucket written after the roll-up makes the day stale: read from the buckets again
+    late = at(buckets[1], "db1", f"{DAY} 05:00:00")
+    store.write("db1", f"{DAY} 05:00:00", late)
+    assert store.run("SELECT stale FROM history_days WHERE host = 'db1'")[0][0] == 1
+    after = store.report(*day)
+    expected = (
+        hourly["totals"]["events"] - buckets[0]["totals"]["events"] + late["totals"]["events"]
+    )
+    assert after.events == expected
+    assert store.roll_up(dt.datetime(2026, 11, 22)).days == 1
+    assert store.report(*day).events == expected
+
+
+def test_retention_keeps_roll_ups_and_drops_old_days(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...]
+) -> None:
+    for day in ("2026-11-01", "2026-11-20"):
+        for hour in (3, 4):
+            start = f"{day} {hour:02d}:00:00"
+            store.write("db1", start, at(buckets[0], "db1", start))
+    store.roll_up(dt.datetime(2026, 11, 25))
+    before = full_document(store.digest(*WIDE))
+    done = store.retain(dt.datetime(2026, 11, 25), hourly_days=3, keep_days=400)
+    assert done.hourly_days == 2
+    assert _count(store, "history_buckets") == 0
+    assert_same_events(full_document(store.digest(*WIDE)), before)
+    # a bucket for a day whose buckets were dropped is refused, not counted twice
+    where = store.write("db1", "2026-11-20 03:00:00", at(buckets[0], "db1", "2026-11-20 03:00:00"))
+    assert "skipped" in where
+    assert _count(store, "history_buckets") == 0
+    done = store.retain(dt.datetime(2026, 11, 25), hourly_days=3, keep_days=10)
+    assert done.days == 1
+    assert store.hosts(*WIDE) == ["db1"]
+    assert store.report(*WIDE).events == buckets[0]["totals"]["events"] * 2
+
+
+def test_series_merge_sketches_per_step(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...]
+) -> None:
+    for hour in range(3):
+        for host in ("db1", "db2"):
+            start = f"{DAY} {hour:02d}:00:00"
+            store.write(host, start, at(buckets[hour % 2], host, start))
+    window = (dt.datetime(2026, 11, 20), dt.datetime(2026, 11, 20, 3))
+    hourly = store.series(*window, step=3600, by_host=True)
+    assert [(p.start.hour, p.host) for p in hourly] == [
+        (h, name) for h in range(3) for name in ("db1", "db2")
+    ]
+    report = store.report(*window)
+    assert sum(p.count for p in hourly) == report.events
+    top = report.classes[0]
+    (whole,) = store.series(*window, step=86400, class_id=top.id)
+    assert whole.count == top.count
+    assert whole.query_time == pytest.approx(top.total_time)
+    assert (whole.p95, whole.p99) == (top.query_time.p95, top.query_time.p99)
+    assert store.series(*window, step=3600, hosts="db2", class_id=top.id)[0].host is None
+
+
+def test_hosts_glob_and_one_host(store: SqlStore, buckets: tuple[dict[str, Any], ...]) -> None:
+    for host in ("db1", "db2", "web1"):
+        store.write(host, f"{DAY} 01:00:00", at(buckets[0], host, f"{DAY} 01:00:00"))
+    assert store.hosts(*WIDE) == ["db1", "db2", "web1"]
+    assert store.hosts(*WIDE, "db*") == ["db1", "db2"]
+    report = store.report(*WIDE, hosts="db*")
+    assert report.events == 2 * buckets[0]["totals"]["events"]
+    assert {s.host for s in report.classes[0].top_hosts} == {"db1", "db2"}
+    assert store.report(*WIDE, host="web1").events == buckets[0]["totals"]["events"]
+    assert store.report(*WIDE, host="db").events == 0
+
+
+def test_migrations_from_empty_and_from_version_1(
+    tmp_path: Path, request: pytest.FixtureRequest, buckets: tuple[dict[str, Any], ...]
+) -> None:
+    names = [m.id for m in MIGRATIONS]
+    old = SqliteStore(tmp_path / "v1.db", migrations=MIGRATIONS[:1])
+    assert old.applied_migrations() == names[:1]
+    old.write = None  # type: ignore[assignment,method-assign]  # version 1 had no roll-ups
+    old._replace_bucket("db1", f"{DAY} 01:00:00", 3600, _rows(buckets[0]))
+    old.close()
+    store = SqliteStore(tmp_path / "v1.db")
+    assert store.applied_migrations() == names
+    assert store.report(*WIDE).events == buckets[0]["totals"]["events"]
+    assert store.roll_up(dt.datetime(2026, 11, 25)).days == 1  # the migration marked its day
+    store.close()
+    fresh = SqliteStore(tmp_path / "new.db")
+    assert fresh.applied_migrations() == names
+    assert fresh.migrate() == []
+    fresh.close()
+
+
+def _rows(document: dict[str, Any]) -> Any:
+    from govern.history.rows import bucket_rows
+
+    return bucket_rows(document)
+
+
+def test_mysql_migrations_from_version_1(
+    server: MariaDB, buckets: tuple[dict[str, Any], ...]
+) -> None:
+    url = mysql_url(server)
+    old = MysqlStore.open(url, migrations=MIGRATIONS[:1])
+    try:
+        with old._transaction():
+            old._replace_bucket("db1", f"{DAY} 01:00:00", 3600, _rows(buckets[0]))
+        old.close()
+        store = MysqlStore.open(url)
+        assert store.applied_migrations() == [m.id for m in MIGRATIONS]
+        assert store.report(*WIDE).events == buckets[0]["totals"]["events"]
+        assert store.roll_up(dt.datetime(2026, 11, 25)).days == 1
+    finally:
+        store = MysqlStore.open(url)
+        store.run(f"DROP DATABASE `{store.target.schema}`")
+        store.close()
+
+
+def test_sqlite_file_is_private(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:{tmp_path}/a/history.db")
+    store.close()
+    assert (tmp_path / "a" / "history.db").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "a").stat().st_mode & 0o777 == 0o700
+
+
+WRITER = """
+import json, sys
+from govern.history.store import open_store
+from tests.history.support import at
+store = open_store(sys.argv[1])
+document = json.load(open(sys.argv[2]))
+for round in range(int(sys.argv[4])):
+    for hour in range(6):
+        start = f"2026-11-20 {hour:02d}:00:00"
+        store.write(sys.argv[3], start, at(document, sys.argv[3], start))
+        store.write("shared", start, at(document, "shared", start))
+store.close()
+"""
+
+
+def test_two_writer_processes_at_once(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...], tmp_path: Path
+) -> None:
+    path = tmp_path / "bucket.json"
+    path.write_text(json.dumps(buckets[1]))
+    url = store.url
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, url, str(path), name, "3"],
+            cwd=REPO,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("w1", "w2")
+    ]
+    for writer in writers:
+        _, errors = writer.communicate(timeout=300)
+        assert writer.returncode == 0, errors
+    # each (host, hour) once, though "shared" was written 6 times per hour by two processes
+    assert _count(store, "history_buckets") == 3 * 6
+    assert store.report(*WIDE).events == 3 * 6 * buckets[1]["totals"]["events"]
+    assert _count(store, "history_classes") == 3 * 6 * len(buckets[1]["classes"])
+
+
+def _binlog_position(server: MariaDB) -> tuple[str, int]:
+    conn: Any = server.connect()
+    with conn.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        name, position = cur.fetchone()[:2]
+    conn.close()
+    return str(name), int(position)
+
+
+def test_nothing_reaches_the_binlog_unless_asked(
+    server: MariaDB, buckets: tuple[dict[str, Any], ...]
+) -> None:
+    url = mysql_url(server)
+    before = _binlog_position(server)
+    store = MysqlStore.open(url)  # creates the schema and its tables
+    store.write("db1", f"{DAY} 01:00:00", at(buckets[0], "db1", f"{DAY} 01:00:00"))
+    store.roll_up(dt.datetime(2026, 11, 25))
+    store.retain(dt.datetime(2026, 11, 25), hourly_days=1)
+    store.close()
+    assert _binlog_position(server) == before
+    logged = MysqlStore.open(url + "&binlog=on")
+    logged.write("db1", f"{DAY} 02:00:00", at(buckets[0], "db1", f"{DAY} 02:00:00"))
+    assert _binlog_position(server) != before
+    logged.run(f"DROP DATABASE `{logged.target.schema}`")
+    logged.close()
+
+
+def test_an_account_that_cannot_skip_the_binlog_is_told_how(server: MariaDB) -> None:
+    url = mysql_url(server).replace("govern_admin", "govern_app")
+    with pytest.raises(ServerError, match="binlog=on"):
+        MysqlStore.open(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("mysql://u:secret@db1/h", "a password in the URL"),
+        ("mysql://db1/", "name the schema"),
+        ("mysql://db1/h?pw=1", "unknown parameter 'pw'"),
+        ("mysql://db1/h?binlog=maybe", "binlog=maybe"),
+        ("postgres://db1/h", "expected sqlite:PATH or mysql://"),
+    ],
+)
+def test_bad_urls_are_usage_errors(url: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        if url.startswith("mysql"):
+            parse_url(url)
+        else:
+            open_store(url)
+
+
+def test_fleet_blocks_of_days_read_the_same_as_their_days(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = dt.datetime(2026, 10, 1)  # day number 20362: blocks of 2 start on even days
+    for offset in range(11):
+        day = (first + dt.timedelta(days=offset)).date().isoformat()
+        for host in ("db1", "db2"):
+            start = f"{day} 0{offset % 3}:00:00"
+            store.write(host, start, at(buckets[(offset + len(host)) % 2], host, start))
+    window = (first, first + dt.timedelta(days=11))
+    hourly = full_document(store.digest(*window))
+    done = store.roll_up(dt.datetime(2026, 10, 20))
+    assert (done.days, done.fleet_days) == (22, 11)
+    assert done.blocks >= 6  # blocks of 2, 4 and 8 days over the 11 days
+    read: list[tuple[str, int]] = []
+    original = SqlStore._block_unit
+
+    def spy(self: SqlStore, day: str, span: int, shares: Any) -> Any:
+        read.append((day, span))
+        return original(self, day, span, shares)
+
+    monkeypatch.setattr(SqlStore, "_block_unit", spy)
+    blocked = full_document(store.digest(*window))
+    assert_same_events(blocked, hourly)
+    assert [c["top_hosts"] for c in blocked["classes"]] == [
+        c["top_hosts"] for c in hourly["classes"]
+    ]
+    assert read and all(span > 1 for _, span in read)
+    assert sum(span for _, span in read) >= 8
+    # a late bucket on the 4th day invalidates the blocks over it until the next roll-up
+    start = "2026-10-04 05:00:00"
+    store.write("db1", start, at(buckets[0], "db1", start))
+    read.clear()
+    after = store.report(*window)
+    assert after.events == hourly["totals"]["events"] + buckets[0]["totals"]["events"]
+    assert all(not (day <= "2026-10-04" < _end(day, span)) for day, span in read)
+    store.roll_up(dt.datetime(2026, 10, 20))
+    read.clear()
+    assert store.report(*window).events == after.events
+    assert any(day <= "2026-10-04" < _end(day, span) for day, span in read)
+
+
+def _end(day: str, span: int) -> str:
+    return (dt.date.fromisoformat(day) + dt.timedelta(days=span)).isoformat()
+
+
+FOREVER = """
+import json, sys
+from govern.history.store import open_store
+from tests.history.support import at
+store = open_store(sys.argv[1])
+documents = [json.load(open(path)) for path in sys.argv[2:4]]
+hour = 0
+while True:
+    start = f"2026-11-20 {hour % 24:02d}:00:00"
+    store.write("db1", start, at(documents[hour % 2], "db1", start))
+    print(hour, flush=True)
+    hour += 1
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_whole_buckets(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...], tmp_path: Path
+) -> None:
+    paths = []
+    for index in (0, 1):
+        paths.append(tmp_path / f"b{index}.json")
+        paths[-1].write_text(json.dumps(buckets[index]))
+    sizes = {len(buckets[0]["classes"]), len(buckets[1]["classes"])}
+    for delay in (0.3, 0.9, 1.7):
+        writer = subprocess.Popen(
+            [sys.executable, "-c", FOREVER, store.url, *map(str, paths)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert writer.stdout is not None
+        writer.stdout.readline()  # it has written one bucket: kill it in a later one
+        time.sleep(delay)
+        writer.kill()
+        writer.wait()
+        per_bucket = store.run(
+            "SELECT b.start, COUNT(c.class_id) FROM history_buckets b LEFT JOIN history_classes c"
+            " ON c.host = b.host AND c.start = b.start GROUP BY b.start"
+        )
+        assert per_bucket and all(int(n) in sizes for _, n in per_bucket), per_bucket
+        assert _count(store, "history_classes") == sum(int(n) for _, n in per_bucket)
+    events = store.report(*WIDE).events
+    expected = sum(
+        buckets[int(start[11:13]) % 2]["totals"]["events"]
+        for start in (str(row[0]) for row in store.run("SELECT start FROM history_buckets"))
+    )
+    assert events == expected
