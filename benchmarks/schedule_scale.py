@@ -5,7 +5,8 @@
 Each catalog has ``--chain`` jobs in one depends_on chain, the rest independent with
 heavy-tailed (lognormal) estimates, some restricted to one worker, on three workers
 (two lanes each). Prints, per size: reading and checking the catalog, one simulation per
-policy (all five), and the same simulations with the dispatcher of commit 319190b (a
+policy (all five), the same with a contention factor and per-worker durations (the
+estimates' simulator: jobs slow beside others), and the same simulations with the dispatcher of commit 319190b (a
 rescan of every pending job per free lane, recursive skips) when git has it, so the
 growth of both is side by side. With ``--defaults-file`` it also times the real CLI:
 ``govern schedule plan --json`` and ``govern schedule simulate --estimated`` against that
@@ -29,6 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from govern.schedulers.catalog import POLICIES, load_catalog  # noqa: E402
 from govern.schedulers.compare import catalog_lanes  # noqa: E402
+from govern.schedulers.contention import Contention  # noqa: E402
 from govern.schedulers.policies import Task  # noqa: E402
 from govern.schedulers.simulate import simulate  # noqa: E402
 
@@ -91,7 +93,7 @@ def main() -> None:
     print(f"chain of {args.chain} links; 3 workers x 2 lanes; policies {', '.join(POLICIES)}")
     print(
         f"{'jobs':>6} {'load s':>8} {'simulate x5 s':>14} {'per policy s':>13}"
-        f" {'old x5 s':>10} {'makespan sjf':>13}"
+        f" {'contended x5 s':>15} {'old x5 s':>10} {'makespan sjf':>13}"
     )
     with tempfile.TemporaryDirectory() as folder:
         cnf = args.defaults_file or str(Path(folder) / "none.cnf")
@@ -108,6 +110,12 @@ def main() -> None:
             start = time.perf_counter()
             timelines = [simulate(p, tasks, lanes) for p in POLICIES]
             new_s = time.perf_counter() - start
+            contention = Contention({1: 1.2, 3: 1.5, 5: 1.9})
+            on_worker = {(t.name, "r2"): (t.estimate or 0.0) * 1.3 for t in tasks[::3]}
+            start = time.perf_counter()
+            for policy in POLICIES:
+                simulate(policy, tasks, lanes, on_worker=on_worker, contention=contention)
+            contended_s = time.perf_counter() - start
             old_text = "-"
             if old is not None and jobs <= args.old_max:
                 start = time.perf_counter()
@@ -119,7 +127,7 @@ def main() -> None:
                     old_text = "Recursion"
             print(
                 f"{jobs:>6} {load_s:>8.2f} {new_s:>14.2f} {new_s / len(POLICIES):>13.3f}"
-                f" {old_text:>10} {timelines[1].metrics.makespan:>13.0f}"
+                f" {contended_s:>15.2f} {old_text:>10} {timelines[1].metrics.makespan:>13.0f}"
             )
             if args.defaults_file:
                 cli(path, Path(folder) / f"state{jobs}.db")

@@ -240,6 +240,7 @@ def simulate(
     """Replay policies on recorded or estimated durations and compare mean completion,
     makespan and the % done curve."""
     from govern.schedulers.compare import catalog_lanes, compare_policies, recorded_inputs
+    from govern.schedulers.estimates import Estimator
     from govern.schedulers.history import History
     from govern.schedulers.render import print_simulation
 
@@ -254,8 +255,12 @@ def simulate(
     catalog = load_catalog(catalog_path)
     lanes, uniform = catalog_lanes(catalog, workers)
     notes: list[str] = []
+    on_worker = None
     with StateStore.open(state_path) as store:
         history = History(store)
+        contention = Estimator(
+            history.samples(catalog.name, catalog.history_window), catalog.rows_per_second
+        ).contention
         night = None
         if not estimated:
             night = _find_night(history, catalog.name, night_ref, ran_only=True)
@@ -268,7 +273,7 @@ def simulate(
 
             with ServerPool(catalog, secrets_dir(store)) as pool:
                 planned = make_plan(catalog, pool, history)
-            tasks = planned.tasks
+            tasks, on_worker = planned.tasks, planned.worker_seconds()
             durations = {
                 t.name: planned.unknown_seconds if t.estimate is None else t.estimate for t in tasks
             }
@@ -277,7 +282,7 @@ def simulate(
             if planned.refusal:
                 notes.append(f"`run` would refuse tonight's night: {planned.refusal}")
         else:
-            tasks, durations, notes = recorded_inputs(catalog, night)
+            tasks, durations, notes = recorded_inputs(catalog, night, contention)
             source = "recorded"
     document = compare_policies(
         catalog,
@@ -289,6 +294,8 @@ def simulate(
         policies=chosen,
         notes=notes,
         uniform=uniform,
+        contention=contention,
+        on_worker=on_worker,
     )
     if as_json:
         print_json(document)

@@ -3,14 +3,19 @@
 Recorded durations come from a night in the history: the policies order jobs by
 the estimates recorded that night (what the scheduler knew then) while the clock
 advances by what actually happened. Estimated durations come from a fresh plan.
+
+Both are replayed with the contention measured from the history: a recorded run is
+first divided by the slowdown of the others that ran beside it that night, then each
+policy's timeline slows jobs down by the others beside them in *its* order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from govern.schedulers.catalog import POLICIES, Catalog
+from govern.schedulers.contention import NONE, Contention, overlaps
 from govern.schedulers.policies import Lane, Task, make_lanes
 from govern.schedulers.simulate import makespan_lower_bound, simulate
 
@@ -25,9 +30,10 @@ def catalog_lanes(catalog: Catalog, workers: int | None) -> tuple[list[Lane], bo
 
 
 def recorded_inputs(
-    catalog: Catalog, night: dict[str, Any]
+    catalog: Catalog, night: dict[str, Any], contention: Contention = NONE
 ) -> tuple[list[Task], dict[str, float], list[str]]:
-    """Tasks and durations from a recorded night; jobs without a run time are left out (counted)."""
+    """Tasks and durations (alone) from a recorded night; jobs without a run time are
+    left out (counted)."""
     notes: list[str] = []
     ran = {j["name"]: j for j in night["jobs"] if j["actual_s"] is not None}
     left_out = [j["name"] for j in night["jobs"] if j["actual_s"] is None]
@@ -53,7 +59,19 @@ def recorded_inputs(
                 workers=spec.workers if spec else None,
             )
         )
-    return tasks, {name: float(job["actual_s"]) for name, job in ran.items()}, notes
+    attempts = [
+        (job["name"], float(a["start_s"]), float(a["finish_s"]))
+        for job in night["jobs"]
+        for a in job["attempts"]
+        if a["start_s"] is not None and a["finish_s"] is not None
+    ]
+    others = overlaps([(start, finish) for _, start, finish in attempts])
+    beside = {name: k for (name, _, _), k in zip(attempts, others, strict=True)}  # last wins
+    durations = {
+        name: float(job["actual_s"]) / contention.factor(beside.get(name, 0.0))
+        for name, job in ran.items()
+    }
+    return tasks, durations, notes
 
 
 def compare_policies(
@@ -67,13 +85,17 @@ def compare_policies(
     policies: Sequence[str] = POLICIES,
     notes: Sequence[str] = (),
     uniform: bool = False,
+    contention: Contention = NONE,
+    on_worker: Mapping[tuple[str, str], float] | None = None,
 ) -> dict[str, Any]:
     """The ``govern.schedule.simulate`` document (docs/json.md)."""
     if uniform:
         tasks = [Task(t.name, t.order, t.estimate, t.weight, t.depends_on, None) for t in tasks]
     rows = []
     for policy in policies:
-        timeline = simulate(policy, tasks, lanes, durations)
+        timeline = simulate(
+            policy, tasks, lanes, durations, on_worker=on_worker, contention=contention
+        )
         rows.append(
             {
                 "policy": policy,
@@ -97,6 +119,7 @@ def compare_policies(
         "makespan_lower_bound_s": round(
             makespan_lower_bound(list(durations.values()), len(lanes)), 3
         ),
+        "contention": contention.to_json(),
         "policies": rows,
         "recorded": recorded,
         "notes": list(notes),

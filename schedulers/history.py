@@ -20,6 +20,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from govern.schedulers.contention import overlaps
 from govern.schedulers.estimates import Sample
 from govern.state import StateStore, utcnow
 from govern.throttle.record import HoldContext, StateHoldLog, holds_of_night
@@ -338,22 +339,45 @@ class History:
 
     # --- reading ----------------------------------------------------------------------------
     def samples(self, schedule: str, window: int) -> dict[str, list[Sample]]:
-        """The latest ``window`` successful runs per job, newest first: what estimates learn from."""
+        """The latest ``window`` successful runs per job, newest first: what estimates learn
+        from, each with its worker and how many other jobs ran beside it."""
         rows = self.store.db.execute(
-            "SELECT job, rows, duration_s FROM ("
-            " SELECT j.job, j.rows, j.duration_s, ROW_NUMBER() OVER"
-            "  (PARTITION BY j.job ORDER BY j.night_id DESC) AS recent"
+            "SELECT night_id, job, rows, duration_s, worker, finish_s FROM ("
+            " SELECT j.night_id, j.job, j.rows, j.duration_s, j.worker, j.finish_s,"
+            "  ROW_NUMBER() OVER (PARTITION BY j.job ORDER BY j.night_id DESC) AS recent"
             " FROM schedule_jobs j JOIN schedule_nights n ON n.id = j.night_id"
             " WHERE n.schedule = ? AND j.outcome = 'ok' AND j.duration_s IS NOT NULL"
             ") WHERE recent <= ? ORDER BY job, recent",
             (schedule, window),
         ).fetchall()
+        beside = self._others({int(row["night_id"]) for row in rows})
         samples: dict[str, list[Sample]] = {}
         for row in rows:
             samples.setdefault(row["job"], []).append(
-                Sample(None if row["rows"] is None else int(row["rows"]), float(row["duration_s"]))
+                Sample(
+                    None if row["rows"] is None else int(row["rows"]),
+                    float(row["duration_s"]),
+                    row["worker"],
+                    beside.get((int(row["night_id"]), row["job"]), 0.0),
+                )
             )
         return samples
+
+    def _others(self, nights: set[int]) -> dict[tuple[int, str], float]:
+        """(night, job) -> the time-weighted mean number of other attempts running beside
+        the job's last attempt, from every attempt of its night (failed ones ran too)."""
+        out: dict[tuple[int, str], float] = {}
+        for night in sorted(nights):
+            attempts = self.store.db.execute(
+                "SELECT job, number, start_s, finish_s FROM schedule_attempts"
+                " WHERE night_id = ? AND start_s IS NOT NULL AND finish_s IS NOT NULL"
+                " ORDER BY job, number",
+                (night,),
+            ).fetchall()
+            intervals = [(float(a["start_s"]), float(a["finish_s"])) for a in attempts]
+            for attempt, others in zip(attempts, overlaps(intervals), strict=True):
+                out[(night, attempt["job"])] = others  # the last attempt wins
+        return out
 
     def recent_template_keys(self, schedule: str, limit: int) -> list[dict[str, int]]:
         """The template job counts of the last ``limit`` nights that ran (refused nights
@@ -438,6 +462,11 @@ class History:
                 "start_s": _r(j["start_s"]),
                 "finish_s": _r(j["finish_s"]),
                 "actual_s": _r(j["duration_s"]),
+                "error_s": _r(j["duration_s"] - j["estimate_s"])
+                if j["outcome"] == "ok"
+                and j["duration_s"] is not None
+                and j["estimate_s"] is not None
+                else None,
                 "outcome": j["outcome"],
                 "exit_code": j["exit_code"],
                 "reason": j["reason"],

@@ -33,6 +33,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -178,13 +179,22 @@ class Process:
     """A job's process group: started in its own session, ended as a whole."""
 
     def __init__(
-        self, argv: list[str], env: Mapping[str, str], cwd: Path, stdin: Path | None, log: IO[bytes]
+        self,
+        argv: list[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        stdin: Path | None,
+        log: IO[bytes],
+        wake: threading.Event | None = None,
     ) -> None:
+        """``wake`` is set the moment the job ends (the runner sleeps on it)."""
         _check_program(argv[0], cwd, env)
         # The parent-death signal reaches the job even if the scheduler is SIGKILLed.
         prefix = ["setpriv", "--pdeathsig", "TERM", "--"] if _SETPRIV else []
         stdin_file = open(stdin, "rb") if stdin is not None else None  # noqa: SIM115
         try:
+            #: When the job starts: taken at the fork, after govern's own bookkeeping.
+            self.started_at = time.monotonic()
             self.popen = subprocess.Popen(
                 prefix + argv,
                 env=dict(env),
@@ -198,6 +208,18 @@ class Process:
             if stdin_file is not None:
                 stdin_file.close()
         self.term_sent_at: float | None = None
+        #: When the leader exited, taken by a thread waiting on it (``waitid`` without
+        #: reaping): the end is timed as it happens, whatever the runner is busy with.
+        self.ended_at: float | None = None
+        self._wake = wake
+        threading.Thread(target=self._watch, name=f"job-{self.pid}", daemon=True).start()
+
+    def _watch(self) -> None:
+        with contextlib.suppress(ChildProcessError):  # already reaped by poll: it ended
+            os.waitid(os.P_PID, self.popen.pid, os.WEXITED | os.WNOWAIT)
+        self.ended_at = time.monotonic()
+        if self._wake is not None:
+            self._wake.set()
 
     @property
     def pid(self) -> int:

@@ -269,11 +269,16 @@ def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str
     ends = [*list(result.finishes.values()), result.ended_at]
     total = len({j.name for j in plan.catalog.jobs} | set(result.outcomes))  # resumed: all
     metrics = night_metrics(result.finishes, total, weights, makespan=max(ends))
-    pairs = [
-        (estimate.seconds, result.durations[name])
-        for name, estimate in plan.estimates.items()
-        if estimate.seconds is not None and result.outcomes.get(name) == "ok"
-    ]
+    pairs = {}
+    for name, estimate in plan.estimates.items():
+        predicted = plan.predicted_s(name)
+        if (
+            estimate.seconds is not None
+            and predicted is not None
+            and result.outcomes.get(name) == "ok"
+            and name in result.durations
+        ):
+            pairs[name] = (predicted, result.durations[name])
     return {
         **metrics.to_json(),
         "outcomes": dict(Counter(result.outcomes.values())),

@@ -7,6 +7,7 @@ the history shows planned against actual for every job.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,12 +15,13 @@ from typing import Any
 from govern.errors import ServerError
 from govern.privileges import account_warnings, read_grants
 from govern.schedulers.catalog import Catalog
+from govern.schedulers.contention import NONE, Contention
 from govern.schedulers.estimates import Estimate, Estimator
 from govern.schedulers.history import History, PlannedJob
 from govern.schedulers.key_floor import KEY_NIGHTS, floor_refusal, template_keys
 from govern.schedulers.policies import Lane, Task, make_lanes
 from govern.schedulers.rerun import with_date
-from govern.schedulers.simulate import Timeline, simulate
+from govern.schedulers.simulate import Placement, Timeline, simulate
 from govern.schedulers.sizing import Sizes, measure_sizes
 from govern.schedulers.sizing_server import SizingRead, choose_sizing_server, needs_server
 from govern.schedulers.workers import ServerPool
@@ -44,17 +46,37 @@ class Plan:
     workers: list[dict[str, Any]]
     warnings: list[str]
     base_time: datetime
+    #: how much jobs slow beside others, measured from history (plan and simulate use it)
+    contention: Contention = NONE
+    #: (job, worker) -> the estimate on that worker, where it rests on that worker's runs
+    on_worker: dict[tuple[str, str], Estimate] = dataclasses.field(default_factory=dict)
     #: jobs each [each.NAME] template made tonight (the key-count floor's figure)
     template_keys: dict[str, int] = dataclasses.field(default_factory=dict)
     #: why the night must not run (no server fit for the sizing read, too few keys)
     refusal: str | None = None
 
+    def estimate_on(self, name: str, worker: str | None) -> Estimate:
+        return self.on_worker.get((name, worker or ""), self.estimates[name])
+
+    def worker_seconds(self) -> dict[tuple[str, str], float]:
+        """(job, worker) -> alone seconds there, for the simulator."""
+        return {k: e.seconds for k, e in self.on_worker.items() if e.seconds is not None}
+
+    def predicted_s(self, name: str) -> float | None:
+        """The job's predicted run time tonight: alone on its planned worker, times the
+        contention the plan expects beside it. None if it is not planned."""
+        place = self._placements.get(name)
+        return None if place is None else place.finish - place.start
+
+    @functools.cached_property
+    def _placements(self) -> dict[str, Placement]:
+        return {p.name: p for p in self.timeline.placements}
+
     def planned_jobs(self) -> list[PlannedJob]:
-        planned = {p.name: p for p in self.timeline.placements}
         out = []
         for job in self.catalog.jobs:
-            estimate = self.estimates[job.name]
-            place = planned.get(job.name)
+            place = self._placements.get(job.name)
+            estimate = self.estimate_on(job.name, place.lane.worker if place else None)
             out.append(
                 PlannedJob(
                     name=job.name,
@@ -62,7 +84,7 @@ class Plan:
                     key=job.key,
                     weight=job.weight,
                     rows=self.sizes.rows.get(job.name),
-                    estimate_s=estimate.seconds,
+                    estimate_s=place.finish - place.start if place else estimate.seconds,
                     estimate_method=estimate.method,
                     planned_lane=place.lane.label if place else None,
                     planned_start_s=place.start if place else None,
@@ -75,7 +97,7 @@ class Plan:
         jobs = []
         for place in self.timeline.placements:
             job = self.catalog.job(place.name)
-            estimate = self.estimates[job.name]
+            estimate = self.estimate_on(job.name, place.lane.worker)
             jobs.append(
                 {
                     "name": job.name,
@@ -85,6 +107,8 @@ class Plan:
                     "estimate_s": _r(estimate.seconds),
                     "estimate_method": estimate.method,
                     "estimate_samples": estimate.samples,
+                    "estimate_worker": estimate.worker,
+                    "predicted_s": _r(place.finish - place.start),
                     "weight": job.weight,
                     "depends_on": list(job.depends_on),
                     "predicted_start_s": _r(place.start),
@@ -110,6 +134,7 @@ class Plan:
             ],
             "sizes": self.sizes.to_json(),
             "unknown_estimate_s": _r(self.unknown_seconds),
+            "contention": self.contention.to_json(),
             "jobs": jobs,
             "skipped": [{"name": n, "reason": r} for n, r in self.timeline.skipped.items()],
             "summary": self.timeline.metrics.to_json(),
@@ -182,6 +207,12 @@ def make_plan(
         history.samples(catalog.name, catalog.history_window), catalog.rows_per_second
     )
     estimates = {j.name: estimator.estimate(j.name, sizes.rows[j.name]) for j in catalog.jobs}
+    on_worker = {}
+    for job in catalog.jobs:
+        for worker in usable:
+            here = estimator.estimate(job.name, sizes.rows[job.name], worker.spec.name)
+            if here.worker is not None:
+                on_worker[(job.name, worker.spec.name)] = here
     tasks = [
         Task(j.name, j.order, estimates[j.name].seconds, j.weight, j.depends_on, j.workers)
         for j in catalog.jobs
@@ -197,7 +228,14 @@ def make_plan(
         )
     durations = {t.name: unknown_seconds if t.estimate is None else t.estimate for t in tasks}
     chosen = policy or catalog.policy
-    timeline = simulate(chosen, tasks, lanes, durations)
+    timeline = simulate(
+        chosen,
+        tasks,
+        lanes,
+        durations,
+        on_worker={k: e.seconds for k, e in on_worker.items() if e.seconds is not None},
+        contention=estimator.contention,
+    )
     return Plan(
         catalog=catalog,
         policy=chosen,
@@ -210,6 +248,8 @@ def make_plan(
         workers=[w.describe() for w in pool.workers],
         warnings=warnings,
         base_time=base_time or datetime.now().astimezone(),
+        contention=estimator.contention,
+        on_worker=on_worker,
         template_keys=keys,
         refusal=refusal,
     )

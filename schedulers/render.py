@@ -49,7 +49,7 @@ def print_plan(plan: dict[str, Any]) -> None:
     table = _table(
         f"plan for {plan['schedule']}: policy {plan['policy']}, {len(workers)} workers, "
         f"{len(lanes)} lanes, from {plan['base_time']}",
-        ("job", "lane", "rows", "estimate", "method", "start", "finish"),
+        ("job", "lane", "rows", "alone", "method", "predicted", "start", "finish"),
     )
     for job in plan["jobs"]:
         table.add_row(
@@ -58,6 +58,7 @@ def print_plan(plan: dict[str, Any]) -> None:
             units.count(job["rows"], "grouped"),
             units.duration(job["estimate_s"], "clock"),
             job["estimate_method"],
+            units.duration(job["predicted_s"], "clock"),
             "+" + units.duration(job["predicted_start_s"], "clock"),
             "+" + units.duration(job["predicted_finish_s"], "clock"),
         )
@@ -101,7 +102,7 @@ def print_night(night: dict[str, Any], *, jobs: bool) -> None:
         for job in sorted(night["jobs"], key=lambda j: (j["start_s"] is None, j["start_s"] or 0)):
             error = "-"
             if job["estimate_s"] and job["actual_s"] is not None and job["outcome"] == "ok":
-                error = f"{(job['actual_s'] - job['estimate_s']) / job['estimate_s'] * 100:+.0f}%"
+                error = f"{job['actual_s'] - job['estimate_s']:+.3f}s"
             table.add_row(
                 job["name"],
                 job["lane"] or "-",
@@ -134,9 +135,10 @@ def print_night(night: dict[str, Any], *, jobs: bool) -> None:
             )
         error = summary.get("estimate_error", {})
         if error.get("jobs"):
-            pct = error.get("median_abs_pct")
+            pct = error.get("weighted_abs_pct")
             out.print(
-                f"estimates: median error {'-' if pct is None else f'{pct:.0f}%'} over "
+                f"estimates: off by {units.duration(error['abs_error_s'], 'clock')} in all"
+                f" ({'-' if pct is None else f'{pct:.0f}%'} of the actual time) over "
                 f"{plural(error['jobs'], 'job')}; "
                 f"total {units.duration(error['total_estimate_s'], 'clock')} estimated, "
                 f"{units.duration(error['total_actual_s'], 'clock')} actual"
@@ -168,7 +170,7 @@ def print_history(nights: Sequence[dict[str, Any]]) -> None:
     for night in nights:
         summary = night.get("summary") or {}
         outcomes = summary.get("outcomes", {})
-        error = (summary.get("estimate_error") or {}).get("median_abs_pct")
+        error = (summary.get("estimate_error") or {}).get("weighted_abs_pct")
         table.add_row(
             str(night["id"]),
             night["schedule"],

@@ -42,7 +42,10 @@ from govern.throttle.handoff import Handoff
 from govern.throttle.record import HoldContext
 from govern.units import duration
 
-TICK = 0.05  # seconds between looks at the running jobs
+#: The longest wait between looks at timeouts, the lag guard, retries and a stop request.
+#: A job's end wakes the loop at once and is timed by its own watcher thread
+#: (:class:`Process`), so completion times have no tick.
+LOOK_EVERY = 0.05
 #: Skipped jobs named one line each at once; the rest are counted (the history has all).
 SKIP_LINES = 10
 
@@ -144,6 +147,7 @@ class NightRunner:
         self._held_since: dict[str, float] = {}
         self._given_up: set[str] = set()
         self._progress: Progress | None = None
+        self._wake = threading.Event()  # set when a job ends
 
     def now(self) -> float:
         return time.monotonic() - self._t0
@@ -159,8 +163,9 @@ class NightRunner:
         self._skipped(list(self.dispatcher.skipped))
         with self._ctrl_c_stops_the_night():
             while not self.dispatcher.finished:
+                self._wake.clear()
                 self._step()
-                time.sleep(TICK)
+                self._wake.wait(LOOK_EVERY)
         self._finish_lag_accounting()
         return self.result
 
@@ -195,7 +200,8 @@ class NightRunner:
         while time.monotonic() < deadline and any(
             r.process.poll() is None for r in self.running.values()
         ):
-            time.sleep(TICK)
+            self._wake.wait(LOOK_EVERY)
+            self._wake.clear()
         for run in self.running.values():
             run.process.reap_group()
             run.process.poll()
@@ -211,7 +217,7 @@ class NightRunner:
                 run.interrupted = True
                 run.process.terminate()
         for index in list(self.running):
-            self._check(index, now)
+            self._check(index)
         if self._stop_seen is None:
             self._start_free_lanes(now)
 
@@ -287,11 +293,6 @@ class NightRunner:
         assert worker.handle is not None
         log_path = self.log_dir / f"{job.name}.{number}.log"
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        self.history.attempt_started(
-            self.night_id, job.name, number, lane.worker, lane.label, now, str(log_path)
-        )
-        if self.on_job is not None:
-            self.on_job(job.name, "running", number)
         attempt = Attempt(
             schedule=self.catalog.name,
             night_id=self.night_id,
@@ -309,13 +310,24 @@ class NightRunner:
                 )
                 if self.night_date is not None:
                     env["GOVERN_DATE"] = self.night_date
-                process = Process(argv, env, self.catalog.directory, job.sql, log)
+                process = Process(argv, env, self.catalog.directory, job.sql, log, wake=self._wake)
             except OSError as exc:
                 log.write(f"govern: cannot start the job: {exc}\n".encode())
+                self.history.attempt_started(
+                    self.night_id, job.name, number, lane.worker, lane.label, now, str(log_path)
+                )
                 self._finish_attempt(job, lane, number, now, now, "failed", None, str(exc))
                 return
-        deadline = now + job.timeout if job.timeout else None
-        self.running[lane.index] = Running(job, lane, number, process, now, deadline)
+        # The job's clock starts at its fork, not before govern's own bookkeeping (the
+        # history's commit cost 50 ms or more a job on a loaded disk before).
+        started = process.started_at - self._t0
+        self.history.attempt_started(
+            self.night_id, job.name, number, lane.worker, lane.label, started, str(log_path)
+        )
+        if self.on_job is not None:
+            self.on_job(job.name, "running", number)
+        deadline = started + job.timeout if job.timeout else None
+        self.running[lane.index] = Running(job, lane, number, process, started, deadline)
         if self.job_lines:
             again = f" (attempt {number})" if number > 1 else ""
             self.notify(f"job {job.name} started on {lane.worker}{again}")
@@ -330,9 +342,11 @@ class NightRunner:
             self.catalog.throttle, str(server.defaults_file), str(self.history.store.path)
         )
 
-    def _check(self, index: int, now: float) -> None:
+    def _check(self, index: int) -> None:
         run = self.running[index]
         code = run.process.poll()
+        ended = run.process.ended_at
+        now = self.now() if code is None or ended is None else ended - self._t0
         if code is None:
             if run.deadline is not None and now >= run.deadline and not run.timed_out:
                 run.timed_out = True

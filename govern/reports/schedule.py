@@ -90,7 +90,7 @@ def _summary(night: dict[str, Any], summary: dict[str, Any], makespan: float) ->
                     "done at half the night",
                     units.share(summary.get("done_at_half_makespan"), missing=units.DASH),
                 ),
-                ("median estimate error", _percent(error.get("median_abs_pct"))),
+                ("estimate error", _percent(error.get("weighted_abs_pct"))),
                 ("policy", night["policy"]),
             ]
         ),
@@ -368,8 +368,8 @@ def _estimates(night: dict[str, Any]) -> Markup:
     classes: list[str | None] = []
     for job in jobs:
         estimate, actual = job.get("estimate_s"), job.get("actual_s")
-        error = _error(estimate, actual)
-        flagged = error is not None and abs(error) > ESTIMATE_FLAG
+        error = None if estimate is None or actual is None else actual - estimate
+        flagged = error is not None and abs(error) > ESTIMATE_FLAG * max(estimate or 0, actual or 0)
         if (estimate is not None or actual is not None) and len(pairs) < CHART_JOBS:
             pairs.append(Pair(job["name"], estimate, actual, flag=flagged))
         rows.append(
@@ -379,7 +379,7 @@ def _estimates(night: dict[str, Any]) -> Markup:
                 job.get("estimate_method") or "–",
                 units.duration(estimate, "spaced"),
                 units.duration(actual, "spaced"),
-                "–" if error is None else f"{error * 100:+.0f}%",
+                "–" if error is None else f"{error:+.3f} s",
                 badge(job["outcome"]),
                 job.get("lane") or "–",
                 len(job["attempts"]),
@@ -391,9 +391,11 @@ def _estimates(night: dict[str, Any]) -> Markup:
     return join(
         [
             note(
-                f"Median error {_percent(error_summary.get('median_abs_pct'))} over "
-                f"{error_summary.get('jobs', 0)} jobs that had an estimate and succeeded; "
-                f"estimates off by more than {ESTIMATE_FLAG:.0%} either way are in red."
+                f"Estimates off by {units.duration(error_summary.get('abs_error_s'), 'spaced')}"
+                f" in all, {_percent(error_summary.get('weighted_abs_pct'))} of the actual time,"
+                f" over {error_summary.get('jobs', 0)} jobs that had an estimate and succeeded;"
+                f" the error column is actual − estimate; a job off by more than"
+                f" {ESTIMATE_FLAG:.0%} of the longer of the two is in red."
             ),
             paired_bars(
                 pairs,
@@ -423,13 +425,6 @@ def _estimates(night: dict[str, Any]) -> Markup:
             ),
         ]
     )
-
-
-def _error(estimate: float | None, actual: float | None) -> float | None:
-    """(actual − estimate) / estimate: +100% took twice as long as expected."""
-    if estimate is None or actual is None or estimate <= 0:
-        return None
-    return (actual - estimate) / estimate
 
 
 def _percent(value: float | None) -> str:

@@ -220,7 +220,16 @@ def test_estimate_methods_in_order_of_preference() -> None:
     assert empty.method == "default-rate" and empty.seconds == 5.0
 
 
-def test_estimate_error() -> None:
-    error = estimate_error([(10.0, 12.0), (10.0, 5.0), (20.0, 20.0)])
-    assert error.median_abs_pct == pytest.approx(20.0)
-    assert error.total_estimate == 40 and error.total_actual == 37
+def test_estimate_error_is_duration_weighted_and_bounded() -> None:
+    """A job estimated at 1 ms that took 0.5 s counts as 0.5 s of error against the night's
+    total, not as 49,900% (a median of per-job ratios had no bound and tiny jobs ruled it)."""
+    error = estimate_error(
+        {"a": (10.0, 12.0), "b": (10.0, 5.0), "c": (20.0, 20.0), "tiny": (0.001, 0.5)}
+    )
+    assert error.abs_error_s == pytest.approx(7.499)
+    assert error.weighted_abs_pct == pytest.approx(7.499 / 37.5 * 100)
+    assert error.total_estimate == pytest.approx(40.001) and error.total_actual == 37.5
+    assert [name for name, _, _ in error.largest] == ["b", "a", "tiny", "c"]
+    largest = error.to_json()["largest"]
+    assert largest[0] == {"name": "b", "estimate_s": 10.0, "actual_s": 5.0, "error_s": -5.0}
+    assert estimate_error({}).weighted_abs_pct is None

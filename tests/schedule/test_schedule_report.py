@@ -75,7 +75,8 @@ def test_estimates_flag_jobs_far_from_their_estimate() -> None:
     assert [g.findtext(f"{NS}title", "").split(":")[0] for g in flagged][:1] == [
         night["jobs"][0]["name"]
     ]
-    assert "+200%" in html
+    error = night["jobs"][0]["actual_s"] - night["jobs"][0]["estimate_s"]
+    assert f"{error:+.3f} s" in html  # in seconds: a ratio has no bound for tiny estimates
     assert len(charts(html, "curves")) == 1  # without a simulation: the night and the plan only
 
 

@@ -579,7 +579,7 @@ def test_estimates_learn_from_history_and_report_their_error(
     assert jobs["a"]["estimate_method"] == "rate" and jobs["b"]["estimate_method"] == "rate"
     assert jobs["a"]["estimate_s"] == pytest.approx(first["jobs"][0]["actual_s"], rel=0.01)
     error = second["summary"]["estimate_error"]
-    assert error["jobs"] == 2 and error["median_abs_pct"] < 50
+    assert error["jobs"] == 2 and error["weighted_abs_pct"] < 50
     plan = json.loads(
         govern(
             "schedule", "plan", str(path), "--state", str(state_path), "--json", check=True
