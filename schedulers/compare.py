@@ -51,6 +51,7 @@ def recorded_inputs(
                 weight=job["weight"],
                 depends_on=tuple(d for d in spec.depends_on if d in ran) if spec else (),
                 workers=spec.workers if spec else None,
+                pool=spec.pool if spec else None,
             )
         )
     return tasks, {name: float(job["actual_s"]) for name, job in ran.items()}, notes
@@ -70,10 +71,12 @@ def compare_policies(
 ) -> dict[str, Any]:
     """The ``govern.schedule.simulate`` document (docs/json.md)."""
     if uniform:
-        tasks = [Task(t.name, t.order, t.estimate, t.weight, t.depends_on, None) for t in tasks]
+        tasks = [
+            Task(t.name, t.order, t.estimate, t.weight, t.depends_on, None, t.pool) for t in tasks
+        ]
     rows = []
     for policy in policies:
-        timeline = simulate(policy, tasks, lanes, durations)
+        timeline = simulate(policy, tasks, lanes, durations, pools=catalog.pools)
         rows.append(
             {
                 "policy": policy,

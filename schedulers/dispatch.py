@@ -1,20 +1,34 @@
 """The bookkeeping of a night: which jobs are ready, running, done, failed or skipped.
 
 The simulator drives it with virtual time and the runner with the real clock;
-both ask it for the next job of a free lane, so dependencies, retries and
-worker restrictions behave the same in a plan and in a run.
+both ask it for the next job of a free lane, so dependencies, retries,
+worker restrictions and pools behave the same in a plan and in a run.
+
+A pool (``[pools] NAME = N``) caps how many jobs naming it run at once across
+every lane: a lane whose best ready job's pool is full takes the next one the
+policy picks among the others (or waits).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from govern.schedulers.policies import Lane, Task, choose
 
 
 class Dispatcher:
-    def __init__(self, policy: str, tasks: Sequence[Task], lanes: Sequence[Lane]) -> None:
+    def __init__(
+        self,
+        policy: str,
+        tasks: Sequence[Task],
+        lanes: Sequence[Lane],
+        pools: Mapping[str, int] | None = None,
+    ) -> None:
         self.policy = policy
+        self.pools = dict(pools or {})
+        #: pool -> jobs holding a slot of it now
+        self.in_pool: Counter[str] = Counter()
         self.tasks = {t.name: t for t in tasks}
         self.pending: dict[str, Task] = dict(self.tasks)
         self.running: set[str] = set()
@@ -51,19 +65,32 @@ class Dispatcher:
     # --- transitions --------------------------------------------------------------------
     def take(self, lane: Lane, now: float = 0.0) -> Task | None:
         """The job this free lane starts now, per the policy; None if nothing fits."""
-        task = choose(self.policy, self.ready(now), lane)
+        ready = [t for t in self.ready(now) if self._pool_has_room(t)]
+        task = choose(self.policy, ready, lane)
         if task is not None:
             del self.pending[task.name]
             self.running.add(task.name)
+            if task.pool is not None:
+                self.in_pool[task.pool] += 1
         return task
 
+    def _pool_has_room(self, task: Task) -> bool:
+        return task.pool is None or self.in_pool[task.pool] < self.pools.get(task.pool, 1 << 30)
+
+    def _leave_pool(self, name: str) -> None:
+        pool = self.tasks[name].pool
+        if pool is not None and name in self.running:
+            self.in_pool[pool] -= 1
+
     def succeed(self, name: str) -> None:
+        self._leave_pool(name)
         self.running.discard(name)
         self.succeeded.add(name)
 
     def fail(self, name: str) -> list[str]:
         """A job failed for good: everything that depends on it, directly or not, is
         skipped (returned)."""
+        self._leave_pool(name)
         self.running.discard(name)
         self.failed.add(name)
         before = set(self.skipped)
@@ -72,6 +99,7 @@ class Dispatcher:
 
     def retry(self, name: str, not_before: float) -> None:
         """Put a failed attempt back in the queue, ready again at ``not_before``."""
+        self._leave_pool(name)
         self.running.discard(name)
         self.pending[name] = self.tasks[name]
         self._not_before[name] = not_before

@@ -300,6 +300,10 @@ class History:
             args.append(schedule)
         if ran_only:
             where.append("status IN ('ok', 'failed', 'interrupted')")
+            # a night that failed before its jobs (ready_when timed out) has none to replay
+            where.append(
+                "EXISTS (SELECT 1 FROM schedule_jobs j WHERE j.night_id = schedule_nights.id)"
+            )
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self.store.db.execute(
             f"SELECT id FROM schedule_nights{clause} ORDER BY id DESC LIMIT ?", (*args, limit)

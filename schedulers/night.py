@@ -11,16 +11,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from govern.errors import GovernError, ServerError
 from govern.output import info, is_terminal, warn
 from govern.progress import progress
-from govern.schedulers.catalog import Catalog
+from govern.schedulers.catalog import Catalog, ReadyWhen
+from govern.schedulers.deadlines import Due, due_times
 from govern.schedulers.estimates import estimate_error
 from govern.schedulers.history import History, NightLabel
+from govern.schedulers.hooks import Hooks, make_event
 from govern.schedulers.metrics import night_metrics
 from govern.schedulers.plan import Plan, make_plan
+from govern.schedulers.readiness import Readiness, wait_until_ready
 from govern.schedulers.runner import NightResult, NightRunner, StopRequest
-from govern.schedulers.workers import ServerPool
+from govern.schedulers.workers import LockHeld, ServerPool
 from govern.state import StateStore
+from govern.units import duration
 
 #: Nights whose job logs are kept, per catalog (the history itself is kept whole).
 KEEP_LOGS = 30
@@ -58,56 +63,186 @@ def run_night(
     """Run every job of ``catalog`` now; returns the night's ``govern.schedule.night`` document.
 
     Raises LockHeld (exit 3) when another night of this catalog runs, ServerError when no
-    worker can be reached, ConfigError when the sizing query is wrong: all before any job.
+    worker can be reached, ConfigError when the sizing query is wrong: all before any job
+    (each but LockHeld fires on_failure). A ``[ready_when]`` that stays false until its
+    timeout ends the night ``failed`` before any job, and fires on_failure.
     """
     history = History(store)
     for night in history.reap_stale():
         warn(f"night {night} of an earlier scheduler process was left running: marked interrupted")
     started = datetime.now().astimezone()
-    with ServerPool(catalog, secrets_dir(store)) as pool:
-        pool.lock()
-        plan = make_plan(catalog, pool, history, policy, base_time=started)
-        for message in plan.warnings:
-            warn(message)
-        label = NightLabel(
-            catalog.name,
-            str(catalog.path),
-            plan.policy,
-            trigger,
-            scheduled_for.isoformat() if scheduled_for else None,
-        )
-        night = history.start_night(label, plan.workers, plan.planned_jobs())
-        bar = is_terminal() if show_progress is None else show_progress
-        runner = NightRunner(
-            plan,
-            pool,
-            history,
-            night,
-            scheduled_for=(scheduled_for or started).isoformat(),
-            log_dir=log_dir(store),
-            stop=stop,
-            notify=notify,
-            job_lines=not bar,
-        )
-        try:
-            with progress(
-                f"{catalog.name} night {night}", total=len(plan.catalog.jobs), force=bar
-            ) as drawn:
-                result = runner.run(drawn)
-        except BaseException as exc:
-            runner.abort()
-            history.finish_night(night, "error", {}, note=f"{type(exc).__name__}: {exc}")
-            raise
-        status = (
-            "interrupted"
-            if result.stopped
-            else ("ok" if all(o == "ok" for o in result.outcomes.values()) else "failed")
-        )
-        history.finish_night(night, status, night_summary(plan, result, pool))
+    scheduled = scheduled_for or started
+    hooks = Hooks(catalog)
+    label = NightLabel(
+        catalog.name,
+        str(catalog.path),
+        policy or catalog.policy,
+        trigger,
+        scheduled_for.isoformat() if scheduled_for else None,
+    )
+    try:
+        with ServerPool(catalog, secrets_dir(store)) as pool:
+            pool.lock()
+            readiness = None
+            if catalog.ready_when is not None:
+                readiness = _wait_until_ready(catalog, catalog.ready_when, pool, stop, notify)
+                if not readiness.ready:
+                    night = _not_ready(catalog, history, hooks, label, readiness, stop)
+                    document = history.night(night)
+                    assert document is not None
+                    return document
+            plan = make_plan(
+                catalog, pool, history, policy, base_time=started, scheduled_for=scheduled
+            )
+            for message in plan.warnings:
+                warn(message)
+            night = history.start_night(label, plan.workers, plan.planned_jobs())
+            bar = is_terminal() if show_progress is None else show_progress
+            due = due_times(plan.catalog, scheduled)
+            runner = NightRunner(
+                plan,
+                pool,
+                history,
+                night,
+                scheduled_for=scheduled.isoformat(),
+                log_dir=log_dir(store),
+                stop=stop,
+                notify=notify,
+                job_lines=not bar,
+                hooks=hooks,
+                due=due,
+            )
+            try:
+                with progress(
+                    f"{catalog.name} night {night}", total=len(plan.catalog.jobs), force=bar
+                ) as drawn:
+                    result = runner.run(drawn)
+            except BaseException as exc:
+                runner.abort()
+                note = f"{type(exc).__name__}: {exc}"
+                history.finish_night(night, "error", {}, note=note)
+                _night_failed(catalog, hooks, night, scheduled, "error", note, None)
+                raise
+            status = (
+                "interrupted"
+                if result.stopped
+                else ("ok" if all(o == "ok" for o in result.outcomes.values()) else "failed")
+            )
+            outcomes = Counter(result.outcomes.values())
+            if status == "failed":
+                bad = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()) if o != "ok")
+                _night_failed(
+                    catalog, hooks, night, scheduled, status, f"night {night}: {bad}", outcomes
+                )
+            hooks.wait()
+            summary = night_summary(plan, result, pool)
+            summary.update(control_summary(due, result, hooks, readiness))
+            history.finish_night(night, status, summary)
+    except GovernError as exc:
+        if not isinstance(exc, LockHeld) and not hooks.fired:  # failed before any job
+            _night_failed(catalog, hooks, None, scheduled, "error", exc.message, None)
+        raise
     prune_logs(log_dir(store) / catalog.name)
     document = history.night(night)
     assert document is not None
     return document
+
+
+def _wait_until_ready(
+    catalog: Catalog,
+    spec: ReadyWhen,
+    pool: ServerPool,
+    stop: StopRequest | None,
+    notify: Callable[[str], None],
+) -> Readiness:
+    """[ready_when] on its server (default: the sizing server, else the first worker)."""
+    server = spec.server or catalog.sizing.server
+    conn = pool.connection_for(server)
+    if conn is None:
+        raise ServerError(f"ready_when: server {server or 'of the first worker'} cannot be reached")
+    return wait_until_ready(
+        catalog,
+        spec,
+        conn,
+        stopped=(stop.is_set if stop is not None else lambda: False),
+        say=lambda message: notify(f"{catalog.name}: {message}"),
+    )
+
+
+def _not_ready(
+    catalog: Catalog,
+    history: History,
+    hooks: Hooks,
+    label: NightLabel,
+    readiness: Readiness,
+    stop: StopRequest | None,
+) -> int:
+    """The night ends before its jobs: ``failed`` (on_failure fires) or, stopped, ``interrupted``."""
+    waited = duration(readiness.waited_s, "clock")
+    if stop is not None and stop.is_set():
+        note = f"stopped while waiting for [ready_when] ({waited}, last poll {readiness.reason})"
+        return history.record_unrun_night(label, "interrupted", note)
+    note = (
+        f"not ready: [ready_when] still false after {waited} ({readiness.polls} polls,"
+        f" timeout {catalog.ready_when.timeout if catalog.ready_when else 0:g}s);"
+        f" last poll {readiness.reason}"
+    )
+    night = history.record_unrun_night(label, "failed", note)
+    scheduled = datetime.fromisoformat(label.scheduled_for) if label.scheduled_for else None
+    _night_failed(catalog, hooks, night, scheduled, "failed", note, None)
+    hooks.wait()
+    return night
+
+
+def _night_failed(
+    catalog: Catalog,
+    hooks: Hooks,
+    night: int | None,
+    scheduled: datetime | None,
+    status: str,
+    reason: str,
+    outcomes: Counter[str] | None,
+) -> None:
+    hooks.fire(
+        make_event(
+            "failure",
+            catalog,
+            scope="night",
+            reason=reason,
+            night_id=night,
+            scheduled_for=scheduled.isoformat() if scheduled else None,
+            status=status,
+            outcomes=outcomes,
+        )
+    )
+    if status == "error":
+        hooks.wait()
+
+
+def control_summary(
+    due: Due, result: NightResult, hooks: Hooks, readiness: Readiness | None
+) -> dict[str, Any]:
+    """Deadlines, alerts and readiness, stored with the night (docs/json.md, ``summary``)."""
+    misses = []
+    for miss in result.deadline_misses:
+        job = miss["job"]
+        misses.append(
+            {
+                **miss,
+                "outcome": result.outcomes.get(str(job)) if job else None,
+                "finish_s": (
+                    round(result.finishes[str(job)], 3)
+                    if job and str(job) in result.finishes
+                    else (round(result.ended_at, 3) if not job else None)
+                ),
+            }
+        )
+    return {
+        "deadline": due.night.isoformat(timespec="seconds") if due.night else None,
+        "deadline_misses": misses,
+        "events": hooks.fired,
+        "ready": readiness.to_json() if readiness is not None else None,
+    }
 
 
 def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str, Any]:

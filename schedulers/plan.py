@@ -12,6 +12,7 @@ from typing import Any
 
 from govern.errors import ServerError
 from govern.schedulers.catalog import Catalog
+from govern.schedulers.deadlines import due_times
 from govern.schedulers.estimates import Estimate, Estimator
 from govern.schedulers.history import History, PlannedJob
 from govern.schedulers.policies import Lane, Task, make_lanes
@@ -118,8 +119,11 @@ def make_plan(
     history: History,
     policy: str | None = None,
     base_time: datetime | None = None,
+    scheduled_for: datetime | None = None,
 ) -> Plan:
-    """Size every job, estimate it from history, and simulate the night under ``policy``."""
+    """Size every job, estimate it from history, and simulate the night under ``policy``.
+
+    Deadlines count from ``scheduled_for`` (the cron fire time; default ``base_time``)."""
     usable = pool.usable()
     if not usable:
         reasons = "; ".join(f"{w.spec.name}: {w.error}" for w in pool.workers)
@@ -149,7 +153,7 @@ def make_plan(
     )
     estimates = {j.name: estimator.estimate(j.name, sizes.rows[j.name]) for j in catalog.jobs}
     tasks = [
-        Task(j.name, j.order, estimates[j.name].seconds, j.weight, j.depends_on, j.workers)
+        Task(j.name, j.order, estimates[j.name].seconds, j.weight, j.depends_on, j.workers, j.pool)
         for j in catalog.jobs
     ]
     known = [e.seconds for e in estimates.values() if e.seconds is not None]
@@ -163,7 +167,13 @@ def make_plan(
         )
     durations = {t.name: unknown_seconds if t.estimate is None else t.estimate for t in tasks}
     chosen = policy or catalog.policy
-    timeline = simulate(chosen, tasks, lanes, durations)
+    timeline = simulate(chosen, tasks, lanes, durations, pools=catalog.pools)
+    base_time = base_time or datetime.now().astimezone()
+    warnings.extend(
+        due_times(catalog, scheduled_for or base_time).predicted_misses(
+            base_time, {p.name: p.finish for p in timeline.placements}
+        )
+    )
     return Plan(
         catalog=catalog,
         policy=chosen,
@@ -175,5 +185,5 @@ def make_plan(
         unknown_seconds=unknown_seconds,
         workers=[w.describe() for w in pool.workers],
         warnings=warnings,
-        base_time=base_time or datetime.now().astimezone(),
+        base_time=base_time,
     )

@@ -12,7 +12,9 @@ Two small extensions make that survive restarts and tell the story:
   and given back at start, so a night missed while the service was down is seen
   as a misfire (APScheduler's own memory store forgets it);
 - each run receives its scheduled fire time, which jobs get as
-  ``GOVERN_SCHEDULED_FOR`` (which day to summarise) and the history keeps.
+  ``GOVERN_SCHEDULED_FOR`` (which day to summarise) and the history keeps;
+- a fire APScheduler reports missed (``EVENT_JOB_MISSED``) goes to the catalog's
+  ``on_missed_fire`` hook as well as to the history.
 
 One service per state file and catalog (APScheduler supports one process per
 job store): a second one is refused. The night itself also takes the catalog's
@@ -49,6 +51,7 @@ from govern.output import info
 from govern.schedulers.catalog import ScheduleSpec, load_catalog
 from govern.schedulers.cron import make_trigger
 from govern.schedulers.history import History, NightLabel
+from govern.schedulers.hooks import Hooks, make_event
 from govern.schedulers.runner import StopRequest
 from govern.state import StateStore
 from govern.units import duration
@@ -174,6 +177,8 @@ class NightService:
         self.store = StateStore.open(state_path)
         self.history = History(self.store)
         self._lock = _ServeLock(self.store, self.catalog.name)
+        #: on_missed_fire (the nights' own hooks are run_night's)
+        self.hooks = Hooks(self.catalog, say=self.notify)
         self.scheduler = BackgroundScheduler(
             timezone=self.spec.timezone,
             jobstores={"default": _RememberingJobStore(self._remember)},
@@ -222,6 +227,7 @@ class NightService:
         self.stop.request(self.spec.shutdown_grace if grace is None else grace)
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
+        self.hooks.wait()
         self._lock.release()
         self.store.close()
 
@@ -317,11 +323,17 @@ class NightService:
     def _on_event(self, event: JobEvent) -> None:
         if isinstance(event, JobExecutionEvent) and event.code == EVENT_JOB_MISSED:
             late = datetime.now(event.scheduled_run_time.tzinfo) - event.scheduled_run_time
-            self._unrun(
-                self.history,
-                event.scheduled_run_time,
-                "missed",
-                f"{late.total_seconds():.0f}s late, beyond misfire_grace {self.spec.misfire_grace:g}s",
+            note = f"{late.total_seconds():.0f}s late, beyond misfire_grace {self.spec.misfire_grace:g}s"
+            self._unrun(self.history, event.scheduled_run_time, "missed", note)
+            self.hooks.fire(
+                make_event(
+                    "missed_fire",
+                    self.catalog,
+                    reason=f"the night scheduled for {event.scheduled_run_time.isoformat()}"
+                    f" was not run: {note}",
+                    scheduled_for=event.scheduled_run_time.isoformat(),
+                    status="missed",
+                )
             )
         elif isinstance(event, JobSubmissionEvent) and event.code == EVENT_JOB_MAX_INSTANCES:
             for fire in event.scheduled_run_times:

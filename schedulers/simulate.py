@@ -41,11 +41,14 @@ def simulate(
     tasks: Sequence[Task],
     lanes: Sequence[Lane],
     durations: Mapping[str, float] | None = None,
+    *,
+    pools: Mapping[str, int] | None = None,
 ) -> Timeline:
-    """Every job's lane, start and finish under ``policy`` (durations default to estimates)."""
+    """Every job's lane, start and finish under ``policy`` (durations default to estimates),
+    with at most ``pools[P]`` jobs of pool P running at once."""
     if durations is None:
         durations = {t.name: t.estimate or 0.0 for t in tasks}
-    dispatcher = Dispatcher(policy, tasks, lanes)
+    dispatcher = Dispatcher(policy, tasks, lanes, pools)
     lane_by_index = {lane.index: lane for lane in lanes}
     free = list(lanes)
     running: list[tuple[float, int, str]] = []  # (finish, lane index, job)

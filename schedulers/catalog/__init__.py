@@ -11,26 +11,32 @@
 from govern.schedulers.catalog.cycles import find_cycle
 from govern.schedulers.catalog.load import load_catalog
 from govern.schedulers.catalog.model import (
+    HOOK_EVENTS,
     KEY_PLACEHOLDER,
     NAME_RE,
     POLICIES,
     WRAP_MODES,
     Catalog,
+    HookSpec,
     JobSpec,
     LagGuard,
+    ReadyWhen,
     ScheduleSpec,
     SizingSpec,
     WorkerSpec,
 )
 
 __all__ = [
+    "HOOK_EVENTS",
     "KEY_PLACEHOLDER",
     "NAME_RE",
     "POLICIES",
     "WRAP_MODES",
     "Catalog",
+    "HookSpec",
     "JobSpec",
     "LagGuard",
+    "ReadyWhen",
     "ScheduleSpec",
     "SizingSpec",
     "WorkerSpec",
