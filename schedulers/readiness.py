@@ -1,6 +1,8 @@
 """``[ready_when]``: wait, before the night, until a read-only query returns true.
 
-The query runs inside ``START TRANSACTION READ ONLY`` (rolled back), on the server it names
+The query is one SELECT, WITH or SHOW statement (checked when the catalog is read, as the
+sizing query is: DDL would commit a read-only transaction) and runs inside ``START
+TRANSACTION READ ONLY`` (rolled back, ``sql_log_bin = 0``), on the server it names
 (a worker or the primary; default the sizing server), every ``interval`` until its first
 column is true (non-zero, non-empty, not NULL) or ``timeout`` has passed. A query error is
 "not ready yet" (the table the ETL fills may not exist yet) and is kept as the reason, except
@@ -10,6 +12,7 @@ transaction, fails at once (exit 2).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
@@ -57,6 +60,8 @@ def truthy(value: object) -> bool:
 def poll_once(conn: Connection, spec: ReadyWhen) -> tuple[bool, str]:
     """(ready, what was seen): one read-only run of the query."""
     with conn.cursor() as cur:
+        with contextlib.suppress(pymysql.err.MySQLError):  # no privilege: the text check holds
+            cur.execute("SET SESSION sql_log_bin = 0")
         cur.execute("START TRANSACTION READ ONLY")
         try:
             cur.execute(spec.query)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from govern.connection import resolve_settings
 from govern.errors import ConfigError, GovernError
+from govern.readonly import read_problem
 from govern.schedulers.catalog.cycles import find_cycle
 from govern.schedulers.catalog.model import (
     CONNECTION_KEYS,
@@ -418,6 +419,13 @@ def _ready_when(r: Reader, data: Any) -> ReadyWhen | None:
             "[ready_when] needs query (e.g. query = 'SELECT COUNT(*) > 0 FROM etl.loads"
             " WHERE day = CURDATE()')",
             "ready_when",
+        )
+    problem = read_problem(query)
+    if problem is not None:
+        raise r.fail(
+            f"the ready_when query must be one SELECT, WITH or SHOW statement, {problem}",
+            "ready_when",
+            "query",
         )
     return ReadyWhen(
         query=query,
