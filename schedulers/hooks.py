@@ -266,7 +266,8 @@ def send_mail(to: tuple[str, ...], event: Mapping[str, Any], body: bytes, timeou
     message["To"] = ", ".join(to)
     message["Subject"] = subject(event)
     message["X-Govern-Event"] = str(event["event"])
-    message.set_content(f"{event['reason']}\n\n{body.decode()}")
+    # 8bit, not quoted-printable: the JSON stays readable (and parseable) in a mail client
+    message.set_content(f"{event['reason']}\n\n{body.decode()}", cte="8bit")
     run_command((program, "-t", "-oi"), message.as_bytes(), event, Path("/"), timeout)
     return f"handed to {program}"
 

@@ -107,7 +107,9 @@ def _build(r: Reader, data: Mapping[str, Any]) -> Catalog:
             section = "each" if job.template else "jobs"
             close = difflib.get_close_matches(job.pool, sorted(pools), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else " (declare it under [pools])"
-            raise r.fail(f"job {job.name}: unknown pool {job.pool!r}{hint}", section, job.name)
+            raise r.fail(
+                f"job {job.name}: unknown pool {job.pool!r}{hint}", section, job.name, "pool"
+            )
     ready_when = _ready_when(r, data.get("ready_when"))
     if ready_when is not None and ready_when.server not in (None, *servers):
         raise r.fail(

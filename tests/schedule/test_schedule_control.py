@@ -4,6 +4,8 @@ local HTTP server and a fake sendmail on PATH."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 import http.server
 import json
 import os
@@ -43,7 +45,7 @@ from tests.schedule.test_schedule_serve import (  # noqa: F401 - the fixtures, s
     [
         (
             '[pools]\nwrites = 2\n[jobs.a]\ncommand = "true"\npool = "write"\n',
-            "4: job a: unknown pool 'write' (did you mean 'writes'?)",
+            "5: job a: unknown pool 'write' (did you mean 'writes'?)",
         ),
         ('[pools]\nwrites = 0\n[jobs.a]\ncommand = "true"\n', "2: writes must be an integer >= 1"),
         (
@@ -174,10 +176,12 @@ def night(path: Path, state: Path, **kwargs: Any) -> dict[str, Any]:
 def test_a_pool_caps_a_real_night_across_workers(
     server: MariaDB, replica: MariaDB, state_path: Path, write_catalog: WriteCatalog
 ) -> None:
-    """Two workers (primary and replica) of two lanes each: four jobs could run at once, the
-    pool lets two of its jobs; the free jobs show the four lanes are really used."""
+    """Two workers (primary and replica) of two lanes each: four of the pool's jobs could run at
+    once (two on each), the pool lets two; the free jobs show the four lanes are really used."""
     jobs = "".join(
-        f'[jobs.write{i}]\ncommand = "sleep 0.6"\npool = "primary_writes"\n' for i in range(6)
+        f'[jobs.write{i}]\ncommand = "sleep 0.6"\npool = "primary_writes"\n'
+        f'workers = ["{"primary" if i % 2 else "replica"}"]\n'  # both workers could run 2 each
+        for i in range(6)
     ) + "".join(f'[jobs.read{i}]\ncommand = "sleep 0.6"\n' for i in range(4))
     path = write_catalog(
         'policy = "fifo"\n[pools]\nprimary_writes = 2\n'
@@ -432,7 +436,9 @@ def test_mail_goes_through_the_local_sendmail(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "sendmail"
-    fake.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/sendmail-args\ncat > {tmp_path}/mail.eml\n')
+    fake.write_text(
+        f'#!/bin/sh\necho "$@" > {tmp_path}/sendmail-args\ncat > "$(mktemp {tmp_path}/XXXXXX.eml)"\n'
+    )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     path = write_catalog(
@@ -443,10 +449,12 @@ def test_mail_goes_through_the_local_sendmail(
     done = night(path, state_path)
     assert done["status"] == "failed"
     assert (tmp_path / "sendmail-args").read_text().split() == ["-t", "-oi"]
-    mail = (tmp_path / "mail.eml").read_text()
+    mails = [path.read_text() for path in tmp_path.glob("*.eml")]
+    assert len(mails) == 2  # the job's failure, then the night's
+    [mail] = [m for m in mails if "failure of job broken" in m]
     assert "To: dba@example.com, oncall@example.com" in mail
     assert f"Subject: [govern] summaries: failure of job broken (night {done['id']})" in mail
-    body = mail.split("\n\n", 1)[1]
+    body = email.message_from_string(mail, policy=email.policy.default).get_content()
     event = json.loads(body[body.index("{") :])
     assert event["job"] == "broken" and problems(event) == []
     deliveries = [d for e in done["summary"]["events"] for d in e["deliveries"]]
