@@ -20,6 +20,7 @@ from govern.connection import resolve_settings
 from govern.errors import ConfigError, GovernError
 from govern.readonly import read_problem
 from govern.schedulers.catalog.cycles import find_cycle
+from govern.schedulers.catalog.deadline import Deadline, parse_deadline
 from govern.schedulers.catalog.model import (
     CONNECTION_KEYS,
     ENDS,
@@ -39,7 +40,6 @@ from govern.schedulers.catalog.model import (
 )
 from govern.schedulers.catalog.reader import Reader
 from govern.schedulers.cron import local_timezone, make_trigger
-from govern.schedulers.deadlines import Deadline, parse_deadline
 
 if TYPE_CHECKING:
     from govern.throttle.spec import ThrottleSpec

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from govern.connection import ConnectionSettings, resolve_settings
 
 if TYPE_CHECKING:
-    from govern.schedulers.deadlines import Deadline
+    from govern.schedulers.catalog.deadline import Deadline
     from govern.throttle.spec import ThrottleSpec
 
 #: The catalog's [hooks.NAME] tables: what may wake a DBA (docs/schedule.md, "Hooks").
