@@ -252,6 +252,15 @@ class NightService:
                 catalog = load_catalog(self.catalog_path)  # edits apply from the next night on
             except GovernError as exc:
                 self._unrun(history, scheduled_for, "error", exc.message)
+                self.hooks.fire(  # the catalog as it was when serve started says where to
+                    make_event(
+                        "failure",
+                        self.catalog,
+                        reason=f"the catalog cannot be read: {exc.message}",
+                        scheduled_for=scheduled_for.isoformat(),
+                        status="error",
+                    )
+                )
                 return
             if catalog.schedule != self.spec:
                 self.notify("the [schedule] table changed: restart serve to apply it")

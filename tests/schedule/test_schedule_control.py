@@ -513,3 +513,32 @@ def test_a_missed_fire_reaches_on_missed_fire(
     assert event["scheduled_for"] == "2026-03-01T01:00:00+00:00"
     assert event["night_id"] is None and "beyond misfire_grace 3600s" in event["reason"]
     assert problems(event) == []
+
+
+@pytest.mark.server
+def test_serve_tells_on_failure_when_the_catalog_was_edited_into_an_error(
+    server: MariaDB,
+    clock: Clock,  # noqa: F811 - the serve tests' fixture
+    state_path: Path,
+    services: list[Any],  # noqa: F811 - the serve tests' fixture
+    write_catalog: WriteCatalog,
+    webhook: tuple[str, list[tuple[str, dict[str, str], bytes]]],
+) -> None:
+    url, received = webhook
+    path = write_catalog(
+        'name = "nightly"\n[schedule]\n'
+        + DAILY
+        + worker_table("main", server.defaults_file("govern_admin"))
+        + '[jobs.stamp]\ncommand = "true"\n'
+        + f'[hooks.on_failure]\nwebhook = "{url}"\n'
+    )
+    clock.set(2026, 3, 1, 0, 59)
+    service = serve(path, state_path, services)
+    path.write_text(path.read_text() + "[jobs.stamp.oops]\n")  # a typo made after serve started
+    clock.set(2026, 3, 1, 1, 0, 5)
+    service.scheduler.wakeup()
+    wait_until(lambda: len(received) == 1)
+    [event] = _events(received)
+    assert (event["event"], event["status"]) == ("failure", "error")
+    assert event["reason"].startswith("the catalog cannot be read: ")
+    assert event["scheduled_for"] == "2026-03-01T01:00:00+00:00"
