@@ -12,7 +12,7 @@ from typing import Any
 
 from govern.errors import ServerError
 from govern.schedulers.catalog import Catalog
-from govern.schedulers.deadlines import due_times
+from govern.schedulers.deadlines import Due, due_times
 from govern.schedulers.estimates import Estimate, Estimator
 from govern.schedulers.history import History, PlannedJob
 from govern.schedulers.policies import Lane, Task, make_lanes
@@ -40,6 +40,8 @@ class Plan:
     workers: list[dict[str, Any]]
     warnings: list[str]
     base_time: datetime
+    #: the deadlines of this night as times (none without deadlines in the catalog)
+    due: Due = dataclasses.field(default_factory=lambda: Due(None, {}))
 
     def planned_jobs(self) -> list[PlannedJob]:
         planned = {p.name: p for p in self.timeline.placements}
@@ -87,6 +89,7 @@ class Plan:
                     "predicted_finish_at": (
                         self.base_time + timedelta(seconds=place.finish)
                     ).isoformat(timespec="seconds"),
+                    "deadline_at": _at(self.due.jobs.get(job.name)),
                 }
             )
         return {
@@ -96,6 +99,7 @@ class Plan:
             "catalog": str(self.catalog.path),
             "policy": self.policy,
             "base_time": self.base_time.isoformat(timespec="seconds"),
+            "deadline_at": _at(self.due.night),
             "workers": self.workers,
             "lanes": [
                 {"lane": lane.label, "worker": lane.worker, "end": lane.end} for lane in self.lanes
@@ -111,6 +115,10 @@ class Plan:
 
 def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
+
+
+def _at(when: datetime | None) -> str | None:
+    return None if when is None else when.isoformat(timespec="seconds")
 
 
 def make_plan(
@@ -169,10 +177,9 @@ def make_plan(
     chosen = policy or catalog.policy
     timeline = simulate(chosen, tasks, lanes, durations, pools=catalog.pools)
     base_time = base_time or datetime.now().astimezone()
+    due = due_times(catalog, scheduled_for or base_time)
     warnings.extend(
-        due_times(catalog, scheduled_for or base_time).predicted_misses(
-            base_time, {p.name: p.finish for p in timeline.placements}
-        )
+        due.predicted_misses(base_time, {p.name: p.finish for p in timeline.placements})
     )
     return Plan(
         catalog=catalog,
@@ -186,4 +193,5 @@ def make_plan(
         workers=[w.describe() for w in pool.workers],
         warnings=warnings,
         base_time=base_time,
+        due=due,
     )

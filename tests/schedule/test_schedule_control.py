@@ -311,7 +311,12 @@ def test_plan_warns_of_a_predicted_miss(
     )
     done = govern("schedule", "plan", str(path), "--state", str(state_path), "--json")
     assert done.returncode == 0, done.stderr
-    warnings = json.loads(done.stdout)["warnings"]
+    plan = json.loads(done.stdout)
+    warnings = plan["warnings"]
+    assert plan["deadline_at"] is None
+    due = {j["name"]: j["deadline_at"] for j in plan["jobs"]}
+    assert due["big"] is not None and due["big"] == due["small"]
+    assert problems(plan) == []
     late = [w for w in warnings if "deadline" in w]
     assert len(late) == 1 and late[0].startswith("job big is predicted to finish at ")
     assert "after its deadline" in late[0]
