@@ -14,7 +14,7 @@ from typing import Any
 from govern.errors import GovernError, ServerError
 from govern.output import info, is_terminal, warn
 from govern.progress import progress
-from govern.schedulers.catalog import Catalog, ReadyWhen
+from govern.schedulers.catalog import Catalog
 from govern.schedulers.deadlines import Due, due_times
 from govern.schedulers.estimates import estimate_error
 from govern.schedulers.history import History, NightLabel
@@ -67,81 +67,101 @@ def run_night(
     (each but LockHeld fires on_failure). A ``[ready_when]`` that stays false until its
     timeout ends the night ``failed`` before any job, and fires on_failure.
     """
+    hooks = Hooks(catalog)
+    try:
+        return _run_night(
+            catalog,
+            store,
+            hooks,
+            policy=policy,
+            trigger=trigger,
+            scheduled_for=scheduled_for,
+            stop=stop,
+            show_progress=show_progress,
+            notify=notify,
+        )
+    except GovernError as exc:
+        if not isinstance(exc, LockHeld) and not hooks.fired:  # failed before any job
+            when = scheduled_for or datetime.now().astimezone()
+            _night_failed(catalog, hooks, None, when, "error", exc.message, None)
+        raise
+
+
+def _run_night(
+    catalog: Catalog,
+    store: StateStore,
+    hooks: Hooks,
+    *,
+    policy: str | None,
+    trigger: str,
+    scheduled_for: datetime | None,
+    stop: StopRequest | None,
+    show_progress: bool | None,
+    notify: Callable[[str], None],
+) -> dict[str, Any]:
     history = History(store)
     for night in history.reap_stale():
         warn(f"night {night} of an earlier scheduler process was left running: marked interrupted")
     started = datetime.now().astimezone()
     scheduled = scheduled_for or started
-    hooks = Hooks(catalog)
-    label = NightLabel(
-        catalog.name,
-        str(catalog.path),
-        policy or catalog.policy,
-        trigger,
-        scheduled_for.isoformat() if scheduled_for else None,
-    )
-    try:
-        with ServerPool(catalog, secrets_dir(store)) as pool:
-            pool.lock()
-            readiness = None
-            if catalog.ready_when is not None:
-                readiness = _wait_until_ready(catalog, catalog.ready_when, pool, stop, notify)
-                if not readiness.ready:
-                    night = _not_ready(catalog, history, hooks, label, readiness, stop)
-                    document = history.night(night)
-                    assert document is not None
-                    return document
-            plan = make_plan(
-                catalog, pool, history, policy, base_time=started, scheduled_for=scheduled
+    with ServerPool(catalog, secrets_dir(store)) as pool:
+        pool.lock()
+        readiness = _wait_until_ready(catalog, pool, stop, notify)
+        if readiness is not None and not readiness.ready:
+            label = NightLabel(
+                catalog.name,
+                str(catalog.path),
+                policy or catalog.policy,
+                trigger,
+                scheduled_for.isoformat() if scheduled_for else None,
             )
-            for message in plan.warnings:
-                warn(message)
-            night = history.start_night(label, plan.workers, plan.planned_jobs())
-            bar = is_terminal() if show_progress is None else show_progress
-            due = due_times(plan.catalog, scheduled)
-            runner = NightRunner(
-                plan,
-                pool,
-                history,
-                night,
-                scheduled_for=scheduled.isoformat(),
-                log_dir=log_dir(store),
-                stop=stop,
-                notify=notify,
-                job_lines=not bar,
-                hooks=hooks,
-                due=due,
+            return _not_ready(catalog, history, hooks, label, readiness, stop)
+        plan = make_plan(catalog, pool, history, policy, base_time=started, scheduled_for=scheduled)
+        for message in plan.warnings:
+            warn(message)
+        label = NightLabel(
+            catalog.name,
+            str(catalog.path),
+            plan.policy,
+            trigger,
+            scheduled_for.isoformat() if scheduled_for else None,
+        )
+        night = history.start_night(label, plan.workers, plan.planned_jobs())
+        bar = is_terminal() if show_progress is None else show_progress
+        due = due_times(plan.catalog, scheduled)
+        runner = NightRunner(
+            plan,
+            pool,
+            history,
+            night,
+            scheduled_for=(scheduled_for or started).isoformat(),
+            log_dir=log_dir(store),
+            stop=stop,
+            notify=notify,
+            job_lines=not bar,
+            hooks=hooks,
+            due=due,
+        )
+        try:
+            with progress(
+                f"{catalog.name} night {night}", total=len(plan.catalog.jobs), force=bar
+            ) as drawn:
+                result = runner.run(drawn)
+        except BaseException as exc:
+            runner.abort()
+            history.finish_night(night, "error", {}, note=f"{type(exc).__name__}: {exc}")
+            _night_failed(
+                catalog, hooks, night, scheduled, "error", f"{type(exc).__name__}: {exc}", None
             )
-            try:
-                with progress(
-                    f"{catalog.name} night {night}", total=len(plan.catalog.jobs), force=bar
-                ) as drawn:
-                    result = runner.run(drawn)
-            except BaseException as exc:
-                runner.abort()
-                note = f"{type(exc).__name__}: {exc}"
-                history.finish_night(night, "error", {}, note=note)
-                _night_failed(catalog, hooks, night, scheduled, "error", note, None)
-                raise
-            status = (
-                "interrupted"
-                if result.stopped
-                else ("ok" if all(o == "ok" for o in result.outcomes.values()) else "failed")
-            )
-            outcomes = Counter(result.outcomes.values())
-            if status == "failed":
-                bad = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()) if o != "ok")
-                _night_failed(
-                    catalog, hooks, night, scheduled, status, f"night {night}: {bad}", outcomes
-                )
-            hooks.wait()
-            summary = night_summary(plan, result, pool)
-            summary.update(control_summary(due, result, hooks, readiness))
-            history.finish_night(night, status, summary)
-    except GovernError as exc:
-        if not isinstance(exc, LockHeld) and not hooks.fired:  # failed before any job
-            _night_failed(catalog, hooks, None, scheduled, "error", exc.message, None)
-        raise
+            raise
+        status = (
+            "interrupted"
+            if result.stopped
+            else ("ok" if all(o == "ok" for o in result.outcomes.values()) else "failed")
+        )
+        summary = night_summary(plan, result, pool)
+        summary.update(_alert(catalog, hooks, night, scheduled, status, result, due, readiness))
+        history.finish_night(night, status, summary)
     prune_logs(log_dir(store) / catalog.name)
     document = history.night(night)
     assert document is not None
@@ -150,12 +170,15 @@ def run_night(
 
 def _wait_until_ready(
     catalog: Catalog,
-    spec: ReadyWhen,
     pool: ServerPool,
     stop: StopRequest | None,
     notify: Callable[[str], None],
-) -> Readiness:
-    """[ready_when] on its server (default: the sizing server, else the first worker)."""
+) -> Readiness | None:
+    """[ready_when] on its server (default: the sizing server, else the first worker);
+    None without one."""
+    spec = catalog.ready_when
+    if spec is None:
+        return None
     server = spec.server or catalog.sizing.server
     conn = pool.connection_for(server)
     if conn is None:
@@ -176,22 +199,26 @@ def _not_ready(
     label: NightLabel,
     readiness: Readiness,
     stop: StopRequest | None,
-) -> int:
-    """The night ends before its jobs: ``failed`` (on_failure fires) or, stopped, ``interrupted``."""
+) -> dict[str, Any]:
+    """The night ends before its jobs: ``failed`` (on_failure fires) or, stopped, ``interrupted``;
+    returns its document."""
     waited = duration(readiness.waited_s, "clock")
     if stop is not None and stop.is_set():
         note = f"stopped while waiting for [ready_when] ({waited}, last poll {readiness.reason})"
-        return history.record_unrun_night(label, "interrupted", note)
-    note = (
-        f"not ready: [ready_when] still false after {waited} ({readiness.polls} polls,"
-        f" timeout {catalog.ready_when.timeout if catalog.ready_when else 0:g}s);"
-        f" last poll {readiness.reason}"
-    )
-    night = history.record_unrun_night(label, "failed", note)
-    scheduled = datetime.fromisoformat(label.scheduled_for) if label.scheduled_for else None
-    _night_failed(catalog, hooks, night, scheduled, "failed", note, None)
-    hooks.wait()
-    return night
+        night = history.record_unrun_night(label, "interrupted", note)
+    else:
+        note = (
+            f"not ready: [ready_when] still false after {waited} ({readiness.polls} polls,"
+            f" timeout {catalog.ready_when.timeout if catalog.ready_when else 0:g}s);"
+            f" last poll {readiness.reason}"
+        )
+        night = history.record_unrun_night(label, "failed", note)
+        scheduled = datetime.fromisoformat(label.scheduled_for) if label.scheduled_for else None
+        _night_failed(catalog, hooks, night, scheduled, "failed", note, None)
+        hooks.wait()
+    document = history.night(night)
+    assert document is not None
+    return document
 
 
 def _night_failed(
@@ -219,10 +246,23 @@ def _night_failed(
         hooks.wait()
 
 
-def control_summary(
-    due: Due, result: NightResult, hooks: Hooks, readiness: Readiness | None
+def _alert(
+    catalog: Catalog,
+    hooks: Hooks,
+    night: int,
+    scheduled: datetime,
+    status: str,
+    result: NightResult,
+    due: Due,
+    readiness: Readiness | None,
 ) -> dict[str, Any]:
-    """Deadlines, alerts and readiness, stored with the night (docs/json.md, ``summary``)."""
+    """A failed night's own on_failure event, every delivery waited for, and what the
+    night's summary records of deadlines, alerts and readiness (docs/json.md, ``summary``)."""
+    outcomes = Counter(result.outcomes.values())
+    if status == "failed":
+        bad = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()) if o != "ok")
+        _night_failed(catalog, hooks, night, scheduled, status, f"night {night}: {bad}", outcomes)
+    hooks.wait()
     misses = []
     for miss in result.deadline_misses:
         job = miss["job"]
