@@ -314,7 +314,8 @@ class OwnConnection(pymysql.connections.Connection):
         return None
 
     def query(self, sql: str | bytes, unbuffered: bool = False) -> int:
-        tagged = self.tag.encode() + sql if isinstance(sql, bytes) else self.tag + sql
+        # bytes, or a bytearray: PyMySQL's executemany sends its multi-row statement as one
+        tagged = self.tag.encode() + sql if isinstance(sql, bytes | bytearray) else self.tag + sql
         return int(super().query(tagged, unbuffered))
 
 
@@ -394,10 +395,14 @@ def error_text(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
 
 
-def write_defaults_file(settings: ConnectionSettings, path: str | os.PathLike[str]) -> Path:
+def write_defaults_file(
+    settings: ConnectionSettings, path: str | os.PathLike[str], init_command: str | None = None
+) -> Path:
     """Write ``settings`` as a 0600 ``[client]`` option file for a child mysql client or job.
 
     This is how govern hands credentials to a job without putting them in argv.
+    ``init_command`` is run first by every session a client opens with the file (the
+    ``mariadb``/``mysql`` clients run it; PyMySQL does not read it).
     """
     path = Path(path)
     lines = ["[client]"]
@@ -411,6 +416,8 @@ def write_defaults_file(settings: ConnectionSettings, path: str | os.PathLike[st
         lines.append(f"password={_quote(settings.password)}")
     if settings.database:
         lines.append(f"database={_quote(settings.database)}")
+    if init_command:  # loose-: mariadb-dump and mariadb-admin know no init-command (a warning)
+        lines.append(f"loose-init-command={_quote(init_command)}")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, stat.S_IRUSR | stat.S_IWUSR)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         os.fchmod(handle.fileno(), 0o600)

@@ -11,7 +11,13 @@ from typing import Any
 
 from govern import native
 from govern.connection import Connection, ConnectionSettings
-from govern.privileges import FeatureCheck, Grants, grant_statement, read_grants
+from govern.privileges import (
+    FeatureCheck,
+    Grants,
+    account_warnings,
+    grant_statement,
+    read_grants,
+)
 from govern.server import ServerInfo, current_account, detect
 
 SCHEMA = "govern.doctor"
@@ -237,6 +243,6 @@ def run_doctor(conn: Connection, settings: ConnectionSettings) -> DoctorReport:
         server=server,
         grants=grants,
         features=check_features(server, grants, user, host, local=local),
-        warnings=warnings_for(server),
+        warnings=warnings_for(server) + account_warnings(server, grants),
         sources=collect_features(conn, server, user, host, local=local),
     )

@@ -10,6 +10,7 @@ import dataclasses
 import re
 
 from govern.connection import Connection, query_all
+from govern.server import ServerInfo
 
 _GRANT_RE = re.compile(
     r"^GRANT (?P<privs>.+?) ON (?P<scope>(?:PROCEDURE |FUNCTION )?\S+) TO ", re.I
@@ -115,3 +116,17 @@ def grant_statement(
     """The GRANT a DBA would run to give ``user@host`` what is missing."""
     names = (privileges,) if isinstance(privileges, str) else privileges
     return f"GRANT {', '.join(names)} ON {on} TO '{user}'@'{host}';"
+
+
+def account_warnings(server: ServerInfo, grants: Grants) -> list[str]:
+    """What the account may do that it should not: write past read_only on a replica (a
+    scheduler worker's account, above all: a job's stray write would diverge it)."""
+    held = [p for p in server.read_only_bypass_privileges if grants.has(p)]
+    if not held or not (server.is_replica or server.read_only):
+        return []
+    what = "a replica" if server.is_replica else "read_only"
+    return [
+        f"this account holds {' and '.join(held)}: read_only does not stop its writes, and this"
+        f" server is {what}. A worker account of govern schedule should not have it (govern"
+        " hands jobs read-only sessions, but a job can leave them); use an account without it"
+    ]

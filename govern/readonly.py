@@ -10,8 +10,33 @@ reads them (``/*! … */`` is code it executes), so neither can hide a second st
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 READS = ("SELECT", "WITH", "SHOW")
+#: What a session govern hands a job on a replica runs first: its writes then fail
+#: (error 1792, "Cannot execute statement in a READ ONLY transaction") even for an account
+#: that read_only lets through (READ_ONLY ADMIN, SUPER); on MariaDB 10.11 CREATE and DROP
+#: TABLE are refused too. It guards against mistakes: a job may still SET it back.
+READ_ONLY_SESSION = "SET SESSION TRANSACTION READ ONLY"
+#: Set to 1 in a job's environment when its worker is read-only: ``govern run`` (session
+#: mode) then keeps the session read-only in the statement it puts in $GOVERN_INIT_COMMAND.
+READ_ONLY_ENV = "GOVERN_SESSION_READ_ONLY"
+
+
+def opted_out_by_govern_run(environ: Mapping[str, str]) -> bool:
+    """Is this process a job of ``govern run`` in session mode (its sessions opt out of the
+    slow log)? ``$GOVERN_INIT_COMMAND`` alone says so no longer: the scheduler sets it to
+    :data:`READ_ONLY_SESSION` for every job on a replica."""
+    statement = environ.get("GOVERN_INIT_COMMAND")
+    return statement is not None and statement != READ_ONLY_SESSION
+
+
+def read_only_assignment(mariadb: bool) -> str:
+    """The same as :data:`READ_ONLY_SESSION`, as an assignment that joins another ``SET``
+    (one statement: a client's init command may not run two)."""
+    return "SESSION tx_read_only = ON" if mariadb else "SESSION transaction_read_only = ON"
+
+
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9$]*")
 _VERSIONED = re.compile(r"/\*[!M]!?\d{0,6}")
 #: The main statement of a ``WITH`` that changes rows (MySQL 8 allows them).

@@ -249,6 +249,19 @@ class ServerInfo:
         return ("SUPER",)
 
     @property
+    def read_only_bypass_privileges(self) -> tuple[str, ...]:
+        """Privileges that let an account write although read_only is ON. MariaDB 10.11
+        split READ_ONLY ADMIN out of SUPER (measured: SUPER alone is refused there);
+        MySQL's super_read_only stops everyone."""
+        if self.is_mariadb:
+            if self.version >= (10, 11, 0):
+                return ("READ_ONLY ADMIN",)
+            return ("READ_ONLY ADMIN", "SUPER") if self.version >= (10, 5, 2) else ("SUPER",)
+        if _on(self.variables.get("super_read_only")):
+            return ()
+        return ("SUPER", "CONNECTION_ADMIN")
+
+    @property
     def replica_status_privileges(self) -> tuple[str, ...]:
         if self.is_mariadb and self.version >= (10, 5, 0):
             return ("SLAVE MONITOR", "REPLICA MONITOR", "SUPER")

@@ -243,6 +243,12 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX chunk_walks_by_state ON chunk_walks (state)
         """,
     ),
+    # govern schedule run --date/--resume (govern/schedulers/rerun.py): the day a night is
+    # for ({date}), so resuming it sizes and runs the same day's work.
+    Migration(
+        "schedule_0002_night_date",
+        "ALTER TABLE schedule_nights ADD COLUMN night_date TEXT",
+    ),
 ]
 
 

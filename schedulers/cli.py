@@ -17,7 +17,9 @@ from govern.schedulers.catalog import POLICIES, load_catalog
 from govern.state import StateStore
 
 if TYPE_CHECKING:
+    from govern.schedulers.catalog import Catalog
     from govern.schedulers.history import History
+    from govern.schedulers.rerun import Rerun
 
 _catalog_argument = click.argument(
     "catalog_path", metavar="CATALOG", type=click.Path(exists=True, dir_okay=False)
@@ -47,7 +49,10 @@ def schedule() -> None:
 @_json_option
 def plan(catalog_path: str, policy: str | None, state_path: str | None, as_json: bool) -> None:
     """Show the order, the lane of each job, predicted start and finish, and the
-    "% done vs % of the night" curve. Reads only: changes nothing."""
+    "% done vs % of the night" curve. Reads only: changes nothing.
+
+    Exit 1 when the night would be refused (no server fit for the sizing read, too few
+    sizing keys), as `run` would refuse it."""
     from govern.schedulers.cron import next_fire_time
     from govern.schedulers.history import History
     from govern.schedulers.night import secrets_dir
@@ -62,18 +67,59 @@ def plan(catalog_path: str, policy: str | None, state_path: str | None, as_json:
         document = make_plan(catalog, pool, History(store), policy, base_time=start).to_json()
     if as_json:
         print_json(document)
-        return
-    print_plan(document)
-    for message in document["warnings"]:
-        click.echo(f"govern: warning: {message}", err=True)
+    else:
+        print_plan(document)
+        for message in document["warnings"]:
+            click.echo(f"govern: warning: {message}", err=True)
+    if document.get("refusal"):
+        click.echo(f"govern: the night would be refused: {document['refusal']}", err=True)
+        raise SystemExit(EXIT_FINDINGS)
 
 
 @schedule.command()
 @_catalog_argument
 @_policy_option
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Go on with the last night, interrupted: run only what it left (same night, same date).",
+)
+@click.option(
+    "--only-failed",
+    is_flag=True,
+    help="Go on with the last night that failed: run again every job that did not end ok.",
+)
+@click.option(
+    "--job",
+    "job_globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Only the jobs whose name matches (repeatable); dependencies outside are taken as done.",
+)
+@click.option(
+    "--date",
+    "night_date",
+    metavar="YYYY-MM-DD",
+    help="The night's {date} in the sizing query and jobs, $GOVERN_DATE [default: today].",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print what would run, where and in which order; only the sizing reads a server.",
+)
 @state_option
 @_json_option
-def run(catalog_path: str, policy: str | None, state_path: str | None, as_json: bool) -> None:
+def run(
+    catalog_path: str,
+    policy: str | None,
+    resume: bool,
+    only_failed: bool,
+    job_globs: tuple[str, ...],
+    night_date: str | None,
+    dry_run: bool,
+    state_path: str | None,
+    as_json: bool,
+) -> None:
     """Run the night now, with a progress bar on a terminal.
 
     A failed job does not stop the others (retries, timeouts and skipped dependents
@@ -82,9 +128,21 @@ def run(catalog_path: str, policy: str | None, state_path: str | None, as_json: 
     """
     from govern.schedulers.night import run_night
     from govern.schedulers.render import print_night
+    from govern.schedulers.rerun import Rerun, parse_date
     from govern.schedulers.runner import StopRequest
 
+    if resume and only_failed:
+        raise UsageError("--resume and --only-failed are exclusive")
+    rerun = Rerun(
+        date=parse_date(night_date) if night_date is not None else None,
+        jobs=job_globs,
+        resume=resume,
+        only_failed=only_failed,
+    )
     catalog = load_catalog(catalog_path)
+    if dry_run:
+        _dry_run(catalog, policy, rerun, state_path, as_json)
+        return
     stop = StopRequest()
 
     def on_term(signum: int, frame: FrameType | None) -> None:
@@ -93,7 +151,7 @@ def run(catalog_path: str, policy: str | None, state_path: str | None, as_json: 
     previous = signal.signal(signal.SIGTERM, on_term)
     try:
         with StateStore.open(state_path) as store:
-            night = run_night(catalog, store, policy=policy, stop=stop)
+            night = run_night(catalog, store, policy=policy, stop=stop, rerun=rerun)
     finally:
         signal.signal(signal.SIGTERM, previous)
     if as_json:
@@ -102,6 +160,26 @@ def run(catalog_path: str, policy: str | None, state_path: str | None, as_json: 
         print_night(night, jobs=False)
     if night["status"] != "ok":
         raise SystemExit(EXIT_FINDINGS)
+
+
+def _dry_run(
+    catalog: Catalog, policy: str | None, rerun: Rerun, state_path: str | None, as_json: bool
+) -> None:
+    """``run --dry-run``: the plan of exactly what ``run`` would start, nothing started."""
+    from govern.schedulers.night import dry_run
+    from govern.schedulers.render import print_plan
+
+    with StateStore.open(state_path) as store:
+        plan, day, night = dry_run(catalog, store, policy=policy, rerun=rerun)
+    document = plan.to_json()
+    if as_json:
+        print_json(document)
+        return
+    which = f"night {night} would go on" if night is not None else "a new night would run"
+    click.echo(f"dry run, nothing started: {which} for {day}, {len(document['jobs'])} jobs")
+    print_plan(document)
+    for message in document["warnings"]:
+        click.echo(f"govern: warning: {message}", err=True)
 
 
 @schedule.command()
@@ -114,6 +192,10 @@ def serve(catalog_path: str, state_path: str | None) -> None:
     coalescing for nights missed while the service was down, never two nights at
     once. On SIGTERM it starts nothing new, gives running jobs shutdown_grace,
     then stops them. History stays in the state store across restarts.
+
+    With [schedule] lease, serve runs on two hosts: the one holding a lock on the
+    primary is active, the other takes over within the lease and goes on with the
+    night (the night's ledger on the primary), never running an ended job again.
     """
     from govern.schedulers.service import serve_forever
 
@@ -192,6 +274,8 @@ def simulate(
             }
             source = "estimated"
             notes.extend(planned.warnings)
+            if planned.refusal:
+                notes.append(f"`run` would refuse tonight's night: {planned.refusal}")
         else:
             tasks, durations, notes = recorded_inputs(catalog, night)
             source = "recorded"

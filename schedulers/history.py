@@ -84,6 +84,30 @@ def _insert_night(db: sqlite3.Connection, label: NightLabel, **columns: Any) -> 
     return int(cursor.lastrowid or 0)
 
 
+def _insert_jobs(db: sqlite3.Connection, night: int, jobs: Sequence[PlannedJob]) -> None:
+    db.executemany(
+        "INSERT INTO schedule_jobs (night_id, job, position, key, weight, rows, estimate_s,"
+        " estimate_method, planned_lane, planned_start_s, planned_finish_s, outcome)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+        [
+            (
+                night,
+                j.name,
+                j.position,
+                j.key,
+                j.weight,
+                j.rows,
+                j.estimate_s,
+                j.estimate_method,
+                j.planned_lane,
+                j.planned_start_s,
+                j.planned_finish_s,
+            )
+            for j in jobs
+        ],
+    )
+
+
 def process_token(pid: int) -> str | None:
     """The process's start time from /proc: a pid plus this tells a reused pid apart."""
     try:
@@ -104,7 +128,11 @@ class History:
 
     # --- writing --------------------------------------------------------------------------
     def start_night(
-        self, label: NightLabel, workers: Sequence[dict[str, Any]], jobs: Sequence[PlannedJob]
+        self,
+        label: NightLabel,
+        workers: Sequence[dict[str, Any]],
+        jobs: Sequence[PlannedJob],
+        night_date: str | None = None,
     ) -> int:
         """A night starts: its row (``running``, owned by this process) and its planned jobs."""
         pid = os.getpid()
@@ -116,29 +144,61 @@ class History:
                 pid=pid,
                 pid_start=process_token(pid),
                 workers=json.dumps(list(workers)),
+                night_date=night_date,
             )
+            _insert_jobs(db, night, jobs)
+        return night
+
+    def resume_night(self, night: int, jobs: Sequence[PlannedJob], note: str) -> None:
+        """An ended night runs again (``--resume``, ``--only-failed``): owned by this process,
+        ``running``, its ``jobs`` pending again with tonight's plan; the others keep theirs."""
+        pid = os.getpid()
+        with self._lock, self.store.transaction() as db:
+            db.execute(
+                "UPDATE schedule_nights SET status = 'running', finished_at = NULL, pid = ?,"
+                " pid_start = ?, host = ?, note = ? WHERE id = ?",
+                (pid, process_token(pid), socket.gethostname(), note, night),
+            )
+            kept = {
+                r["job"]
+                for r in db.execute("SELECT job FROM schedule_jobs WHERE night_id = ?", (night,))
+            }
             db.executemany(
-                "INSERT INTO schedule_jobs (night_id, job, position, key, weight, rows, estimate_s,"
-                " estimate_method, planned_lane, planned_start_s, planned_finish_s, outcome)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+                "UPDATE schedule_jobs SET outcome = 'pending', reason = NULL, exit_code = NULL,"
+                " rows = ?, estimate_s = ?, estimate_method = ?, planned_lane = ?,"
+                " planned_start_s = ?, planned_finish_s = ? WHERE night_id = ? AND job = ?",
                 [
                     (
-                        night,
-                        j.name,
-                        j.position,
-                        j.key,
-                        j.weight,
                         j.rows,
                         j.estimate_s,
                         j.estimate_method,
                         j.planned_lane,
                         j.planned_start_s,
                         j.planned_finish_s,
+                        night,
+                        j.name,
                     )
                     for j in jobs
+                    if j.name in kept
                 ],
             )
-        return night
+            _insert_jobs(db, night, [j for j in jobs if j.name not in kept])
+
+    def set_note(self, night: int, note: str) -> None:
+        with self._lock, self.store.transaction() as db:
+            db.execute("UPDATE schedule_nights SET note = ? WHERE id = ?", (note, night))
+
+    def settled_jobs(self, night: int) -> dict[str, sqlite3.Row]:
+        """Every job row of a night, by name (what a resumed night leaves as it was)."""
+        rows = self.store.db.execute("SELECT * FROM schedule_jobs WHERE night_id = ?", (night,))
+        return {r["job"]: r for r in rows}
+
+    def attempt_counts(self, night: int) -> dict[str, int]:
+        rows = self.store.db.execute(
+            "SELECT job, MAX(number) AS n FROM schedule_attempts WHERE night_id = ? GROUP BY job",
+            (night,),
+        )
+        return {r["job"]: int(r["n"]) for r in rows}
 
     def record_unrun_night(self, label: NightLabel, status: str, note: str) -> int:
         """A night that did not run (missed, coalesced into a later one, skipped, error)."""
@@ -202,11 +262,16 @@ class History:
             )
 
     def job_skipped(self, night: int, job: str, reason: str) -> None:
+        self.jobs_skipped(night, [(job, reason)])
+
+    def jobs_skipped(self, night: int, skipped: Sequence[tuple[str, str]]) -> None:
+        """Jobs that will not run tonight, with why: one transaction however many (a failed
+        link of a 2,000-job chain skips the rest at once)."""
         with self._lock, self.store.transaction() as db:
-            db.execute(
+            db.executemany(
                 "UPDATE schedule_jobs SET outcome = 'skipped', reason = ?"
                 " WHERE night_id = ? AND job = ? AND outcome = 'pending'",
-                (reason, night, job),
+                [(reason, night, job) for job, reason in skipped],
             )
 
     def finish_night(
@@ -290,6 +355,25 @@ class History:
             )
         return samples
 
+    def recent_template_keys(self, schedule: str, limit: int) -> list[dict[str, int]]:
+        """The template job counts of the last ``limit`` nights that ran (refused nights
+        left out), newest first, for the key-count floor."""
+        rows = self.store.db.execute(
+            "SELECT summary FROM schedule_nights WHERE schedule = ? AND summary IS NOT NULL"
+            " AND status IN ('ok', 'failed', 'interrupted') ORDER BY id DESC",
+            (schedule,),
+        )
+        out: list[dict[str, int]] = []
+        for row in rows:
+            summary = json.loads(row["summary"])
+            keys = summary.get("template_keys")
+            if summary.get("refused") or not isinstance(keys, dict):
+                continue
+            out.append({str(k): int(v) for k, v in keys.items()})
+            if len(out) >= limit:
+                break
+        return out
+
     def night_ids(
         self, schedule: str | None = None, limit: int = 20, ran_only: bool = False
     ) -> list[int]:
@@ -298,11 +382,11 @@ class History:
         if schedule is not None:
             where.append("schedule = ?")
             args.append(schedule)
-        if ran_only:
+        if ran_only:  # a refused night is failed, but started nothing
             where.append("status IN ('ok', 'failed', 'interrupted')")
-            # a night that failed before its jobs (ready_when timed out) has none to replay
+            # neither has a night that failed before its jobs (ready_when timed out)
             where.append(
-                "EXISTS (SELECT 1 FROM schedule_jobs j WHERE j.night_id = schedule_nights.id)"
+                "EXISTS (SELECT 1 FROM schedule_attempts a WHERE a.night_id = schedule_nights.id)"
             )
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self.store.db.execute(
@@ -373,6 +457,7 @@ class History:
             "policy": row["policy"],
             "trigger": row["trigger"],
             "scheduled_for": row["scheduled_for"],
+            "date": row["night_date"],
             "started_at": row["started_at"],
             "finished_at": row["finished_at"],
             "status": row["status"],

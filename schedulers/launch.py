@@ -6,9 +6,14 @@ A job never sees a password in argv: each server it may use is handed over as a
 variables. Pass the file as ``--defaults-file`` (not ``--defaults-extra-file``:
 ``~/.my.cnf`` is read after an extra file and could point the job elsewhere).
 
-A ``sql`` job runs the file through the mysql client on its worker. On a replica
-or a read_only server its session is read-only, so a stray write fails there
-instead of diverging the replica. On MariaDB the job's timeout is also set as
+On a replica or a read_only server every session a job opens through the worker's
+option file is read-only, whatever the job is (``sql`` or ``command``): the file's
+``init-command`` is ``SET SESSION TRANSACTION READ ONLY``, and so is
+``$GOVERN_INIT_COMMAND`` for clients that read no init-command from a file (PyMySQL),
+so a stray write fails there instead of diverging the replica, even for an account
+that ``read_only`` lets through (READ_ONLY ADMIN). Writes go to ``$GOVERN_PRIMARY_CNF``,
+the catalog's ``[primary]``. A ``sql`` job runs the file through the mysql client on
+its worker. On MariaDB the job's timeout is also set as
 ``max_statement_time``: killing the client alone leaves the statement running on
 the server until it ends.
 
@@ -34,6 +39,7 @@ from pathlib import Path
 from typing import IO
 
 from govern.connection import DEFAULT_PORT, ConnectionSettings
+from govern.readonly import READ_ONLY_ENV, READ_ONLY_SESSION
 from govern.schedulers.catalog import JobSpec
 from govern.throttle.handoff import Handoff
 
@@ -109,7 +115,7 @@ def sql_argv(
     if opt_out and worker.opt_out:
         init.append(worker.opt_out)
     if worker.read_only:
-        init.append("SET SESSION TRANSACTION READ ONLY")
+        init.append(READ_ONLY_SESSION)
     if statement_limit and worker.statement_time_variable:
         init.append(f"SET SESSION {worker.statement_time_variable} = {statement_limit:g}")
     argv = [client, f"--defaults-file={worker.defaults_file}", "--batch"]
@@ -154,6 +160,11 @@ def job_environment(
     )
     if attempt.rows is not None:
         env["GOVERN_JOB_ROWS"] = str(attempt.rows)
+    if worker.read_only:  # the worker's option file runs it too; $GOVERN_INIT_COMMAND for
+        env["GOVERN_INIT_COMMAND"] = READ_ONLY_SESSION  # clients that take no init-command
+        env[READ_ONLY_ENV] = "1"  # from a file (PyMySQL), and `govern run` keeps it
+    else:
+        env.pop(READ_ONLY_ENV, None)
     env["GOVERN_RUN"] = govern_run_prefix()
     env.update(worker.environment("GOVERN_WORKER"))
     if primary is not None:

@@ -4,6 +4,7 @@ lock, plan, record, run, summarise.
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -11,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from govern.errors import GovernError, ServerError
+from govern.errors import GovernError, ServerError, UsageError
 from govern.output import info, is_terminal, warn
 from govern.progress import progress
 from govern.schedulers.catalog import Catalog
@@ -19,13 +20,23 @@ from govern.schedulers.deadlines import Due, due_times
 from govern.schedulers.estimates import estimate_error
 from govern.schedulers.history import History, NightLabel
 from govern.schedulers.hooks import Hooks, make_event
+from govern.schedulers.ledger import LedgerNight, NightLedger
 from govern.schedulers.metrics import night_metrics
 from govern.schedulers.plan import Plan, make_plan
 from govern.schedulers.readiness import Readiness, wait_until_ready
+from govern.schedulers.rerun import (
+    ENDED,
+    Carried,
+    NothingLeft,
+    Rerun,
+    chooser,
+    find_carried,
+    with_date,
+)
 from govern.schedulers.runner import NightResult, NightRunner, StopRequest
 from govern.schedulers.workers import LockHeld, ServerPool
-from govern.state import StateStore
-from govern.units import duration
+from govern.state import StateStore, utcnow
+from govern.units import duration, plural
 
 #: Nights whose job logs are kept, per catalog (the history itself is kept whole).
 KEEP_LOGS = 30
@@ -59,13 +70,22 @@ def run_night(
     stop: StopRequest | None = None,
     show_progress: bool | None = None,
     notify: Callable[[str], None] = info,
+    rerun: Rerun | None = None,
+    ledger: NightLedger | None = None,
 ) -> dict[str, Any]:
     """Run every job of ``catalog`` now; returns the night's ``govern.schedule.night`` document.
 
+    ``rerun`` narrows it (``--date``, ``--job``) or goes on with the last night
+    (``--resume``, ``--only-failed``): govern/schedulers/rerun.py. ``ledger`` (serve on two
+    hosts) is the night's record on the primary: what another host ended of this night is
+    not run again, and every job's start and end is written there (ledger.py). Raises
+    NightAlreadyRan when the ledger says the night ended.
+
     Raises LockHeld (exit 3) when another night of this catalog runs, ServerError when no
     worker can be reached, ConfigError when the sizing query is wrong: all before any job
-    (each but LockHeld fires on_failure). A ``[ready_when]`` that stays false until its
-    timeout ends the night ``failed`` before any job, and fires on_failure.
+    (each fires on_failure, but LockHeld, NightAlreadyRan and a refused rerun option). A
+    ``[ready_when]`` that stays false until its timeout ends the night ``failed`` before any
+    job, and fires on_failure.
     """
     hooks = Hooks(catalog)
     try:
@@ -79,9 +99,12 @@ def run_night(
             stop=stop,
             show_progress=show_progress,
             notify=notify,
+            rerun=rerun or Rerun(),
+            ledger=ledger,
         )
     except GovernError as exc:
-        if not isinstance(exc, LockHeld) and not hooks.fired:  # failed before any job
+        quiet = (LockHeld, NightAlreadyRan, UsageError)  # another night runs, or the user's call
+        if not isinstance(exc, quiet) and not hooks.fired:  # failed before any job
             when = scheduled_for or datetime.now().astimezone()
             _night_failed(catalog, hooks, None, when, "error", exc.message, None)
         raise
@@ -98,12 +121,27 @@ def _run_night(
     stop: StopRequest | None,
     show_progress: bool | None,
     notify: Callable[[str], None],
+    rerun: Rerun,
+    ledger: NightLedger | None,
 ) -> dict[str, Any]:
     history = History(store)
     for night in history.reap_stale():
         warn(f"night {night} of an earlier scheduler process was left running: marked interrupted")
     started = datetime.now().astimezone()
-    scheduled = scheduled_for or started
+    carried = find_carried(history, catalog.name, rerun) if rerun.continues else None
+    key = (scheduled_for or started).isoformat()
+    shared = ledger.night(key) if ledger is not None else None
+    if shared is not None and shared.ended:
+        raise NightAlreadyRan(
+            f"night {key} of {catalog.name!r} already ended {shared.state} on {shared.host}"
+            " (the ledger on the primary)"
+        )
+    if shared is not None:
+        carried = carried_from_ledger(shared)
+    day = night_date(rerun, carried, scheduled_for or started)
+    catalog = with_date(catalog, day)
+    # deadlines count from the night's scheduled start (a resumed night: its first start)
+    scheduled = scheduled_for or (carried.started_at if carried is not None else started)
     with ServerPool(catalog, secrets_dir(store)) as pool:
         pool.lock()
         readiness = _wait_until_ready(catalog, pool, stop, notify)
@@ -115,8 +153,28 @@ def _run_night(
                 trigger,
                 scheduled_for.isoformat() if scheduled_for else None,
             )
-            return _not_ready(catalog, history, hooks, label, readiness, stop)
-        plan = make_plan(catalog, pool, history, policy, base_time=started, scheduled_for=scheduled)
+            resumed = carried.night_id if carried is not None and shared is None else None
+            return _not_ready(catalog, history, hooks, label, readiness, stop, resumed)
+        try:
+            plan = make_plan(
+                catalog,
+                pool,
+                history,
+                policy,
+                base_time=started,
+                scheduled_for=scheduled,
+                select=chooser(rerun, carried),
+            )
+        except NothingLeft:
+            if ledger is None or shared is None:
+                raise
+            # its host died after the last job ended, before it could end the night
+            status = "ok" if all(s == "ok" for s in shared.jobs.values()) else "failed"
+            ledger.finish(key, status)
+            raise NightAlreadyRan(
+                f"night {key} of {catalog.name!r}: every job had ended on {shared.host};"
+                f" ended it {status} in the ledger"
+            ) from None
         for message in plan.warnings:
             warn(message)
         label = NightLabel(
@@ -126,9 +184,32 @@ def _run_night(
             trigger,
             scheduled_for.isoformat() if scheduled_for else None,
         )
-        night = history.start_night(label, plan.workers, plan.planned_jobs())
-        bar = is_terminal() if show_progress is None else show_progress
+        on_job = None
+        if ledger is not None:
+            ledger.begin(key, day)
+            on_job = functools.partial(_tell_ledger, ledger, key)
+        if shared is not None:
+            ran = sum(1 for state in shared.jobs.values() if state in ENDED)
+            note = (
+                f"takes over the night from {shared.host} (ledger on the primary):"
+                f" {plural(ran, 'job')} ended there"
+            )
+            night = history.start_night(label, plan.workers, plan.planned_jobs(), night_date=day)
+            history.set_note(night, note)
+            notify(f"night {night} of {catalog.name} ({day}): {note}")
+        elif carried is not None:
+            night = carried.night_id
+            note = f"{rerun.mode} at {utcnow()}: {plural(len(plan.catalog.jobs), 'job')} ran again"
+            history.resume_night(night, plan.planned_jobs(), note)
+            notify(f"night {night} of {catalog.name} ({day}): {note}")
+        else:
+            night = history.start_night(label, plan.workers, plan.planned_jobs(), night_date=day)
         due = due_times(plan.catalog, scheduled)
+        if plan.refusal is not None:
+            if ledger is not None:
+                ledger.finish(key, "failed")
+            return _refuse(history, night, plan, pool, hooks, scheduled, due, readiness)
+        bar = is_terminal() if show_progress is None else show_progress
         runner = NightRunner(
             plan,
             pool,
@@ -141,6 +222,9 @@ def _run_night(
             job_lines=not bar,
             hooks=hooks,
             due=due,
+            night_date=day,
+            carried=carried,
+            on_job=on_job,
         )
         try:
             with progress(
@@ -159,10 +243,104 @@ def _run_night(
             if result.stopped
             else ("ok" if all(o == "ok" for o in result.outcomes.values()) else "failed")
         )
+        notes = [n for n in (note_of(history, night), *result.notes) if n]
         summary = night_summary(plan, result, pool)
         summary.update(_alert(catalog, hooks, night, scheduled, status, result, due, readiness))
-        history.finish_night(night, status, summary)
+        history.finish_night(night, status, summary, note="; ".join(notes) or None)
+        if ledger is not None and status != "interrupted":  # interrupted: the standby's to end
+            ledger.finish(key, status)
     prune_logs(log_dir(store) / catalog.name)
+    document = history.night(night)
+    assert document is not None
+    return document
+
+
+class NightAlreadyRan(GovernError):
+    """The ledger on the primary says another host (or this one) ended this night."""
+
+
+def carried_from_ledger(shared: LedgerNight) -> Carried:
+    """What another host settled of a night, as a resumed night's earlier part: outcomes and
+    completion times from the ledger (the rest of that part is in that host's history)."""
+    ok = [job for job, state in shared.jobs.items() if state == "ok"]
+    return Carried(
+        night_id=0,
+        date=shared.night_date,
+        started_at=shared.started_at,
+        outcomes={job: state for job, state in shared.jobs.items() if state in ENDED},
+        finishes={job: shared.finishes[job] for job in ok if job in shared.finishes},
+        durations={},
+        attempts=dict(shared.attempts),
+    )
+
+
+def _tell_ledger(ledger: NightLedger, key: str, job: str, state: str, attempt: int) -> None:
+    ledger.job(key, job, state, attempt)
+
+
+def note_of(history: History, night: int) -> str | None:
+    """The night's note as it stands (a resumed night keeps saying it was resumed)."""
+    row = history.store.db.execute(
+        "SELECT note FROM schedule_nights WHERE id = ?", (night,)
+    ).fetchone()
+    return None if row is None or row["note"] is None else str(row["note"])
+
+
+def night_date(rerun: Rerun, carried: Carried | None, when: datetime) -> str:
+    """The night's ``{date}``: ``--date``, else the resumed night's, else the day it starts
+    (a cron night: the day of its fire time)."""
+    if carried is not None and carried.date and rerun.date and rerun.date != carried.date:
+        raise UsageError(
+            f"--date {rerun.date}: night {carried.night_id} is for {carried.date}"
+            " (a resumed night keeps its date)"
+        )
+    return rerun.date or (carried.date if carried and carried.date else when.date().isoformat())
+
+
+def dry_run(
+    catalog: Catalog, store: StateStore, *, policy: str | None = None, rerun: Rerun | None = None
+) -> tuple[Plan, str, int | None]:
+    """What ``run`` would do (same selection, same sizing), without the lock, without a record,
+    without starting a job: the plan, the night's date, and the night it would go on with."""
+    rerun = rerun or Rerun()
+    history = History(store)
+    started = datetime.now().astimezone()
+    carried = find_carried(history, catalog.name, rerun) if rerun.continues else None
+    day = night_date(rerun, carried, started)
+    catalog = with_date(catalog, day)
+    with ServerPool(catalog, secrets_dir(store)) as pool:
+        plan = make_plan(
+            catalog, pool, history, policy, base_time=started, select=chooser(rerun, carried)
+        )
+    return plan, day, carried.night_id if carried else None
+
+
+def _refuse(
+    history: History,
+    night: int,
+    plan: Plan,
+    pool: ServerPool,
+    hooks: Hooks,
+    scheduled: datetime,
+    due: Due,
+    readiness: Readiness | None,
+) -> dict[str, Any]:
+    """A night that must not run (plan.refusal): recorded as failed, every job skipped with
+    the reason, nothing started, on_failure fired. Loud: the reason is the night's note and
+    a warning."""
+    assert plan.refusal is not None
+    reason = f"the night was refused: {plan.refusal}"
+    names = [j.name for j in plan.catalog.jobs]
+    history.jobs_skipped(night, [(name, reason) for name in names])
+    result = NightResult({}, dict.fromkeys(names, "skipped"), {}, stopped=False)
+    summary = night_summary(plan, result, pool)
+    summary.update(
+        _alert(
+            plan.catalog, hooks, night, scheduled, "failed", result, due, readiness, reason=reason
+        )
+    )
+    history.finish_night(night, "failed", summary, note=plan.refusal)
+    warn(f"night {night} of {plan.catalog.name} refused: {plan.refusal}")
     document = history.night(night)
     assert document is not None
     return document
@@ -199,26 +377,40 @@ def _not_ready(
     label: NightLabel,
     readiness: Readiness,
     stop: StopRequest | None,
+    resumed: int | None = None,
 ) -> dict[str, Any]:
     """The night ends before its jobs: ``failed`` (on_failure fires) or, stopped, ``interrupted``;
-    returns its document."""
+    returns its document. A night ``--resume``/``--only-failed`` would go on with (``resumed``)
+    is left as it was, its note saying why, so that it can still be resumed."""
     waited = duration(readiness.waited_s, "clock")
     if stop is not None and stop.is_set():
         note = f"stopped while waiting for [ready_when] ({waited}, last poll {readiness.reason})"
-        night = history.record_unrun_night(label, "interrupted", note)
+        if resumed is not None:
+            night = _note_on(history, resumed, note)
+        else:
+            night = history.record_unrun_night(label, "interrupted", note)
     else:
         note = (
             f"not ready: [ready_when] still false after {waited} ({readiness.polls} polls,"
             f" timeout {catalog.ready_when.timeout if catalog.ready_when else 0:g}s);"
             f" last poll {readiness.reason}"
         )
-        night = history.record_unrun_night(label, "failed", note)
+        if resumed is not None:
+            night = _note_on(history, resumed, note)
+        else:
+            night = history.record_unrun_night(label, "failed", note)
         scheduled = datetime.fromisoformat(label.scheduled_for) if label.scheduled_for else None
         _night_failed(catalog, hooks, night, scheduled, "failed", note, None)
         hooks.wait()
     document = history.night(night)
     assert document is not None
     return document
+
+
+def _note_on(history: History, night: int, note: str) -> int:
+    """Add ``note`` to an earlier night's note (a rerun of it that did not start)."""
+    history.set_note(night, "; ".join(n for n in (note_of(history, night), note) if n))
+    return night
 
 
 def _night_failed(
@@ -255,13 +447,16 @@ def _alert(
     result: NightResult,
     due: Due,
     readiness: Readiness | None,
+    reason: str | None = None,
 ) -> dict[str, Any]:
-    """A failed night's own on_failure event, every delivery waited for, and what the
-    night's summary records of deadlines, alerts and readiness (docs/json.md, ``summary``)."""
+    """A failed night's own on_failure event (``reason``: why, else its outcome counts), every
+    delivery waited for, and what the night's summary records of deadlines, alerts and
+    readiness (docs/json.md, ``summary``)."""
     outcomes = Counter(result.outcomes.values())
     if status == "failed":
         bad = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()) if o != "ok")
-        _night_failed(catalog, hooks, night, scheduled, status, f"night {night}: {bad}", outcomes)
+        why = f"night {night}: {reason or bad}"
+        _night_failed(catalog, hooks, night, scheduled, status, why, outcomes)
     hooks.wait()
     misses = []
     for miss in result.deadline_misses:
@@ -289,7 +484,8 @@ def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str
     """What the night is judged by, stored with it (docs/json.md, ``summary``)."""
     weights = {j.name: j.weight for j in plan.catalog.jobs}
     ends = [*list(result.finishes.values()), result.ended_at]
-    metrics = night_metrics(result.finishes, len(plan.catalog.jobs), weights, makespan=max(ends))
+    total = len({j.name for j in plan.catalog.jobs} | set(result.outcomes))  # resumed: all
+    metrics = night_metrics(result.finishes, total, weights, makespan=max(ends))
     pairs = [
         (estimate.seconds, result.durations[name])
         for name, estimate in plan.estimates.items()
@@ -303,4 +499,6 @@ def night_summary(plan: Plan, result: NightResult, pool: ServerPool) -> dict[str
             w.spec.name: round(w.guard.held_seconds if w.guard else 0.0, 3) for w in pool.workers
         },
         "warnings": plan.warnings,
+        "template_keys": plan.template_keys,
+        "refused": plan.refusal is not None,
     }

@@ -7,17 +7,22 @@ the history shows planned against actual for every job.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 from govern.errors import ServerError
+from govern.privileges import account_warnings, read_grants
 from govern.schedulers.catalog import Catalog
 from govern.schedulers.deadlines import Due, due_times
 from govern.schedulers.estimates import Estimate, Estimator
 from govern.schedulers.history import History, PlannedJob
+from govern.schedulers.key_floor import KEY_NIGHTS, floor_refusal, template_keys
 from govern.schedulers.policies import Lane, Task, make_lanes
+from govern.schedulers.rerun import with_date
 from govern.schedulers.simulate import Timeline, simulate
 from govern.schedulers.sizing import Sizes, measure_sizes
+from govern.schedulers.sizing_server import SizingRead, choose_sizing_server, needs_server
 from govern.schedulers.workers import ServerPool
 from govern.units import plural
 
@@ -42,6 +47,10 @@ class Plan:
     base_time: datetime
     #: the deadlines of this night as times (none without deadlines in the catalog)
     due: Due = dataclasses.field(default_factory=lambda: Due(None, {}))
+    #: jobs each [each.NAME] template made tonight (the key-count floor's figure)
+    template_keys: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: why the night must not run (no server fit for the sizing read, too few keys)
+    refusal: str | None = None
 
     def planned_jobs(self) -> list[PlannedJob]:
         planned = {p.name: p for p in self.timeline.placements}
@@ -110,6 +119,8 @@ class Plan:
             "skipped": [{"name": n, "reason": r} for n, r in self.timeline.skipped.items()],
             "summary": self.timeline.metrics.to_json(),
             "warnings": self.warnings,
+            "template_keys": self.template_keys,
+            "refusal": self.refusal,
         }
 
 
@@ -128,10 +139,15 @@ def make_plan(
     policy: str | None = None,
     base_time: datetime | None = None,
     scheduled_for: datetime | None = None,
+    select: Callable[[Catalog], tuple[Catalog, list[str]]] | None = None,
 ) -> Plan:
     """Size every job, estimate it from history, and simulate the night under ``policy``.
 
-    Deadlines count from ``scheduled_for`` (the cron fire time; default ``base_time``)."""
+    Deadlines count from ``scheduled_for`` (the cron fire time; default ``base_time``).
+    ``select`` narrows the sized catalog (templates expanded) to the jobs this run takes
+    (``--job``, ``--resume``: govern/schedulers/rerun.py)."""
+    base_time = base_time or datetime.now().astimezone()
+    catalog = with_date(catalog, base_time.date().isoformat())  # run fills it before: no-op
     usable = pool.usable()
     if not usable:
         reasons = "; ".join(f"{w.spec.name}: {w.error}" for w in pool.workers)
@@ -146,16 +162,33 @@ def make_plan(
                 f"worker {worker.spec.name}: cannot read replica status (needs {grant}): "
                 "the lag guard cannot see it and its sql jobs run read-only"
             )
+    for worker in usable:
+        if worker.conn is not None and worker.info is not None:
+            for message in account_warnings(worker.info, read_grants(worker.conn)):
+                warnings.append(f"worker {worker.spec.name}: {message}")
     pool.refresh_lag()
     lanes = make_lanes([(w.spec.name, w.spec.concurrency, w.spec.end) for w in usable])
-    server = catalog.sizing.server or usable[0].spec.name
-    try:
-        conn = pool.connection_for(server)
-    except ServerError as exc:
-        conn = None
-        warnings.append(f"sizing server {server}: {exc.message}")
-    catalog, sizes = measure_sizes(catalog, conn, server)
-    warnings.extend(sizes.warnings)
+    original = catalog
+    refusal = None
+    read = SizingRead(catalog.sizing.server or usable[0].spec.name, None, [])
+    if needs_server(catalog):
+        read = choose_sizing_server(catalog, pool)
+        warnings.extend(read.notes)
+        refusal = read.refusal
+    server = read.server or catalog.sizing.server or usable[0].spec.name
+    if refusal is None:
+        catalog, sizes = measure_sizes(catalog, read.conn, server)
+        warnings.extend(sizes.warnings)
+    else:
+        catalog, sizes = measure_sizes(catalog, None, server)
+    keys = template_keys(original, catalog)
+    if refusal is None and keys:
+        refusal = floor_refusal(
+            keys, history.recent_template_keys(catalog.name, KEY_NIGHTS), catalog.sizing.key_floor
+        )
+    if select is not None:
+        catalog, narrowed = select(catalog)
+        warnings.extend(narrowed)
     estimator = Estimator(
         history.samples(catalog.name, catalog.history_window), catalog.rows_per_second
     )
@@ -176,7 +209,6 @@ def make_plan(
     durations = {t.name: unknown_seconds if t.estimate is None else t.estimate for t in tasks}
     chosen = policy or catalog.policy
     timeline = simulate(chosen, tasks, lanes, durations, pools=catalog.pools)
-    base_time = base_time or datetime.now().astimezone()
     due = due_times(catalog, scheduled_for or base_time)
     warnings.extend(
         due.predicted_misses(base_time, {p.name: p.finish for p in timeline.placements})
@@ -194,4 +226,6 @@ def make_plan(
         warnings=warnings,
         base_time=base_time,
         due=due,
+        template_keys=keys,
+        refusal=refusal,
     )

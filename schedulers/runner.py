@@ -43,12 +43,15 @@ from govern.schedulers.hooks import Hooks, make_event
 from govern.schedulers.launch import Attempt, Process, job_argv, job_environment, mysql_client
 from govern.schedulers.plan import Plan
 from govern.schedulers.policies import Lane
+from govern.schedulers.rerun import Carried
 from govern.schedulers.workers import ServerPool, Worker
 from govern.throttle.handoff import Handoff
 from govern.throttle.record import HoldContext
 from govern.units import duration
 
 TICK = 0.05  # seconds between looks at the running jobs
+#: Skipped jobs named one line each at once; the rest are counted (the history has all).
+SKIP_LINES = 10
 
 
 class StopRequest:
@@ -88,6 +91,8 @@ class NightResult:
     ended_at: float = 0.0  # offset when the last attempt ended: the night's length
     #: deadlines that passed with their job (job None: the night) not done
     deadline_misses: list[dict[str, object]] = dataclasses.field(default_factory=list)
+    #: what the night's note says (a worker given up past the lag guard's max_wait)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
 class NightRunner:
@@ -105,6 +110,9 @@ class NightRunner:
         job_lines: bool = False,
         hooks: Hooks | None = None,
         due: Due | None = None,
+        night_date: str | None = None,
+        carried: Carried | None = None,
+        on_job: Callable[[str, str, int], None] | None = None,
     ) -> None:
         self.plan = plan
         self.catalog = plan.catalog
@@ -120,10 +128,32 @@ class NightRunner:
         self.client = mysql_client()
         self.dispatcher = Dispatcher(plan.policy, plan.tasks, plan.lanes, self.catalog.pools)
         self.running: dict[int, Running] = {}  # lane index -> what runs there
-        self.attempts: dict[str, int] = {}
+        #: the night's {date}: jobs get it as $GOVERN_DATE
+        self.night_date = night_date
+        #: a resumed night: what earlier runs settled, attempts numbered on, its clock going on
+        self.carried = carried
+        self.attempts: dict[str, int] = dict(carried.attempts) if carried else {}
+        self._earlier_attempts = dict(self.attempts)
+        #: told when a job starts (``running``) and ends (its outcome): the ledger on the
+        #: primary that a standby serve reads (ledger.py)
+        self.on_job = on_job
         self.result = NightResult({}, {}, {}, stopped=False)
+        if carried is not None:
+            planned = {j.name for j in plan.catalog.jobs}
+            self.result.outcomes.update(
+                (n, o) for n, o in carried.outcomes.items() if n not in planned
+            )
+            self.result.finishes.update(
+                (n, f) for n, f in carried.finishes.items() if n not in planned
+            )
+            self.result.durations.update(
+                (n, d) for n, d in carried.durations.items() if n not in planned
+            )
         self._t0 = 0.0
         self._stop_seen: float | None = None
+        #: worker -> when its current lag hold began; workers given up past max_wait
+        self._held_since: dict[str, float] = {}
+        self._given_up: set[str] = set()
         self._progress: Progress | None = None
         self.hooks = hooks
         self.due = due or Due(None, {})
@@ -140,10 +170,11 @@ class NightRunner:
     def run(self, progress: Progress) -> NightResult:
         self._progress = progress
         self._t0 = time.monotonic()
+        if self.carried is not None:
+            self._t0 -= self.carried.offset(datetime.now(UTC))
         self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._watch_lag()
-        for name, reason in self.dispatcher.skipped.items():
-            self._skipped(name, reason)
+        self._skipped(list(self.dispatcher.skipped))
         with self._ctrl_c_stops_the_night():
             while not self.dispatcher.finished:
                 self._step()
@@ -192,8 +223,7 @@ class NightRunner:
         if self.stop.is_set() and self._stop_seen is None:
             self._stop_seen = now
             self.result.stopped = True
-            for name in self.dispatcher.abandon("the night was stopped before it started"):
-                self._skipped(name, "the night was stopped before it started")
+            self._skipped(self.dispatcher.abandon("the night was stopped before it started"))
         if self._stop_seen is not None and now >= self._stop_seen + self.stop.grace:
             for run in self.running.values():
                 run.interrupted = True
@@ -252,14 +282,42 @@ class NightRunner:
         # The lag is checked whether or not a job is ready: a replica is held (and waits)
         # for as long as it lags, not only while a job would have started there.
         held = {w.spec.name for w in self.pool.usable() if self.pool.lag_holds(w.spec.name)}
+        self._watch_max_wait(held, now)
+        held |= self._given_up
         for lane in self.plan.lanes:
             if lane.index in self.running or lane.worker in held:
                 continue
-            if not self.dispatcher.ready(now):
+            if not self.dispatcher.has_ready(now):
                 break
             task = self.dispatcher.take(lane, now)
             if task is not None:
                 self._start(self.catalog.job(task.name), lane, now)
+
+    def _watch_max_wait(self, held: set[str], now: float) -> None:
+        """A worker held without a break for the lag guard's max_wait is given up for the
+        night: its jobs move to the other workers, and those only it may run (or all, when
+        no worker is left) are skipped with the reason, so the night ends failed instead of
+        waiting for as long as replication stays broken."""
+        guard = self.catalog.lag_guard
+        for name in list(self._held_since):
+            if name not in held:
+                del self._held_since[name]
+        for name in held - self._given_up:
+            since = self._held_since.setdefault(name, now)
+            if guard is None or guard.max_wait is None or now - since < guard.max_wait:
+                continue
+            self._given_up.add(name)
+            lag = self.pool.worker(name).lag
+            why = f" ({lag.reason})" if lag is not None else ""
+            reason = (
+                f"worker {name} was given up: held by the lag guard for more than max_wait"
+                f" {duration(guard.max_wait, 'clock')}{why}"
+            )
+            left = {lane.worker for lane in self.plan.lanes} - self._given_up
+            moved = "its jobs move to " + ", ".join(sorted(left)) if left else "no worker is left"
+            self.notify(f"lag guard {name}: {reason}: {moved}")
+            self.result.notes.append(reason)
+            self._skipped(self.dispatcher.lose_worker(name, reason))
 
     def _watch_lag(self) -> None:
         """The lag guards record their holds in the night's history and say when a hold
@@ -292,6 +350,8 @@ class NightRunner:
         self.history.attempt_started(
             self.night_id, job.name, number, lane.worker, lane.label, now, str(log_path)
         )
+        if self.on_job is not None:
+            self.on_job(job.name, "running", number)
         attempt = Attempt(
             schedule=self.catalog.name,
             night_id=self.night_id,
@@ -307,6 +367,8 @@ class NightRunner:
                 env = job_environment(
                     os.environ, attempt, worker.handle, self.pool.primary, self._throttle(worker)
                 )
+                if self.night_date is not None:
+                    env["GOVERN_DATE"] = self.night_date
                 process = Process(argv, env, self.catalog.directory, job.sql, log)
             except OSError as exc:
                 log.write(f"govern: cannot start the job: {exc}\n".encode())
@@ -366,7 +428,9 @@ class NightRunner:
         reason: str | None,
     ) -> None:
         retry = (
-            outcome in ("failed", "timeout") and number <= job.retries and self._stop_seen is None
+            outcome in ("failed", "timeout")
+            and number - self._earlier_attempts.get(job.name, 0) <= job.retries
+            and self._stop_seen is None
         )
         self.history.attempt_finished(
             self.night_id,
@@ -383,12 +447,15 @@ class NightRunner:
         self.result.ended_at = max(self.result.ended_at, now)
         if retry:
             self.notify(
-                f"job {job.name} {outcome} on {lane.worker} ({reason}); retry {number}/{job.retries}"
+                f"job {job.name} {outcome} on {lane.worker} ({reason}); retry"
+                f" {number - self._earlier_attempts.get(job.name, 0)}/{job.retries}"
                 f" in {job.retry_delay:g}s"
             )
             self.dispatcher.retry(job.name, now + job.retry_delay)
             return
         self.result.outcomes[job.name] = outcome
+        if self.on_job is not None:
+            self.on_job(job.name, outcome, number)
         if self._progress is not None:
             self._progress.advance()
         if outcome == "ok":
@@ -414,18 +481,28 @@ class NightRunner:
                     status=outcome,
                 )
             )
-        for name in self.dispatcher.fail(job.name):
-            self._skipped(name, self.dispatcher.skipped[name])
+        self._skipped(self.dispatcher.fail(job.name))
 
-    def _skipped(self, name: str, reason: str) -> None:
-        if name in self.result.outcomes:
+    def _skipped(self, names: list[str]) -> None:
+        """Record jobs the dispatcher skipped (with its reasons), in one transaction."""
+        fresh = [n for n in names if n not in self.result.outcomes]
+        if not fresh:
             return
-        self.result.outcomes[name] = "skipped"
-        self.history.job_skipped(self.night_id, name, reason)
-        if self.job_lines:
-            self.notify(f"job {name} skipped: {reason}")
+        reasons = [(n, self.dispatcher.skipped[n]) for n in fresh]
+        self.history.jobs_skipped(self.night_id, reasons)
+        for index, (name, reason) in enumerate(reasons):
+            self.result.outcomes[name] = "skipped"
+            if self.on_job is not None and self._stop_seen is None:  # a stop leaves it to resume
+                self.on_job(name, "skipped", self.attempts.get(name, 0))
+            if self.job_lines and index < SKIP_LINES:
+                self.notify(f"job {name} skipped: {reason}")
+        if self.job_lines and len(reasons) > SKIP_LINES:
+            self.notify(
+                f"and {len(reasons) - SKIP_LINES} more jobs skipped (govern schedule history"
+                f" --night {self.night_id} lists each with its reason)"
+            )
         if self._progress is not None:
-            self._progress.advance()
+            self._progress.advance(len(fresh))
 
 
 def _last_line(path: Path, limit: int = 4096) -> str | None:

@@ -23,6 +23,7 @@ lock on the workers, so a manual ``govern schedule run`` never overlaps it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -46,12 +47,13 @@ from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from govern import pidlock
-from govern.errors import EXIT_SERVER, ConfigError, GovernError
+from govern.errors import EXIT_SERVER, ConfigError, GovernError, ServerError
 from govern.output import info
 from govern.schedulers.catalog import ScheduleSpec, load_catalog
 from govern.schedulers.cron import make_trigger
 from govern.schedulers.history import History, NightLabel
 from govern.schedulers.hooks import Hooks, make_event
+from govern.schedulers.lease import ActiveLease
 from govern.schedulers.runner import StopRequest
 from govern.state import StateStore
 from govern.units import duration
@@ -68,15 +70,18 @@ class _RememberingJobStore(MemoryJobStore):
 
     def add_job(self, job: Any) -> None:
         super().add_job(job)
-        self._remember(job.next_run_time)
+        if job.id == NIGHT_JOB_ID:  # not a standby's one-off takeover
+            self._remember(job.next_run_time)
 
     def update_job(self, job: Any) -> None:
         super().update_job(job)
-        self._remember(job.next_run_time)
+        if job.id == NIGHT_JOB_ID:
+            self._remember(job.next_run_time)
 
     def remove_job(self, job_id: str) -> None:
         super().remove_job(job_id)
-        self._remember(None)
+        if job_id == NIGHT_JOB_ID:
+            self._remember(None)
 
 
 class _Stamped:
@@ -192,6 +197,12 @@ class NightService:
         self.scheduler.add_listener(
             self._on_event, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES | EVENT_JOB_ERROR
         )
+        #: serve on two hosts ([schedule] lease): the lock on the primary, and its watcher
+        self.lease: ActiveLease | None = None
+        #: set when serve must end: a signal (serve_forever), or the lease lost
+        self.done = threading.Event()
+        self.lost_lease = False
+        self._watcher: threading.Thread | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -212,34 +223,119 @@ class NightService:
                 replace_existing=True,
                 **extra,
             )
-            self.scheduler.start()
+            if self.spec.lease is None:
+                self.scheduler.start()
+            else:
+                self._start_leased()
         except BaseException:
             self._lock.release()
             raise
+        if self.spec.lease is None:
+            self._serving()
+
+    def _serving(self) -> None:
         job = self.scheduler.get_job(NIGHT_JOB_ID)
         self.notify(
             f"serving {self.catalog.name}: {self.spec.description}, next night "
             f"{job.next_run_time.isoformat() if job and job.next_run_time else 'never'}"
         )
 
+    # --- two hosts: active and standby ----------------------------------------------------
+    def _start_leased(self) -> None:
+        """Active if the lock on the primary is free, else standby: a thread asks for it every
+        lease, and once active checks every lease that it still holds it."""
+        primary = self.catalog.primary_settings()
+        assert primary is not None and self.spec.lease is not None  # the catalog checked
+        self.lease = ActiveLease(primary, self.catalog.name)
+        if self.lease.take():
+            self._activate("the lock was free")
+        else:
+            holder = self.lease.holder()
+            self.notify(
+                f"standby for {self.catalog.name}: lock {self.lease.name} on the primary is held"
+                + (f" by connection {holder}" if holder else "")
+                + (f" ({self.lease.problem})" if self.lease.problem else "")
+                + f"; asking again every {self.spec.lease:g}s"
+            )
+        self._watcher = threading.Thread(target=self._watch, name="lease", daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        assert self.lease is not None and self.spec.lease is not None
+        active = self.scheduler.running
+        while not self.done.wait(self.spec.lease):
+            if not active:
+                if self.lease.take():
+                    active = True
+                    self._activate("the active serve let go of the lock (or died)")
+                continue
+            if not self.lease.held():
+                self.notify(
+                    f"lost lock {self.lease.name} on the primary"
+                    + (f" ({self.lease.problem})" if self.lease.problem else "")
+                    + ": stopping the night's jobs and ending serve (the standby takes over)"
+                )
+                self.lost_lease = True
+                self.stop.request(0)
+                self.done.set()
+                return
+
+    def _activate(self, why: str) -> None:
+        """This serve becomes the active one: nights some host left unfinished in the ledger
+        go on first, then the cron trigger runs."""
+        from govern.schedulers.ledger import NightLedger
+
+        assert self.lease is not None
+        self.notify(f"active for {self.catalog.name}: holding lock {self.lease.name} ({why})")
+        primary = self.catalog.primary_settings()
+        assert primary is not None
+        try:
+            with NightLedger(primary, self.catalog.name) as ledger:
+                unfinished = ledger.unfinished()
+        except GovernError as exc:
+            self.notify(f"cannot read the ledger on the primary: {exc.message}")
+            unfinished = []
+        for night in unfinished:
+            self.scheduler.add_job(
+                self._night,
+                "date",
+                run_date=datetime.now().astimezone(),
+                kwargs={"takeover": night},
+                id=f"takeover {night}",
+                name=f"night {night} of {self.catalog.name}, taken over",
+                misfire_grace_time=None,
+            )
+            self.notify(f"taking over the night scheduled for {night}, left unfinished")
+        self.scheduler.start()
+        self._serving()
+
     def shutdown(self, grace: float | None = None) -> None:
         """Start no new night; a running one starts nothing new and gets ``grace`` to finish."""
         self.stop.request(self.spec.shutdown_grace if grace is None else grace)
+        self.done.set()
+        if self._watcher is not None:
+            self._watcher.join()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
         self.hooks.wait()
+        if self.lease is not None:
+            self.lease.close()  # the standby takes over from here
         self._lock.release()
         self.store.close()
 
     # --- APScheduler's callbacks -------------------------------------------------------------
-    def _night(self, scheduled_for: datetime | None = None) -> None:
+    def _night(self, scheduled_for: datetime | None = None, takeover: str | None = None) -> None:
         """One fire of the trigger: a whole night, recorded whatever happens.
 
         ``scheduled_for`` always comes from _StampingExecutor; APScheduler checks the
-        signature against the job's arguments, which do not include it, hence the default."""
-        from govern.schedulers.night import run_night
+        signature against the job's arguments, which do not include it, hence the default.
+        ``takeover``: the fire time of a night another serve left unfinished (the ledger)."""
+        from govern.schedulers.ledger import NightLedger
+        from govern.schedulers.night import NightAlreadyRan, run_night
         from govern.schedulers.workers import LockHeld
 
+        if takeover is not None:
+            scheduled_for = datetime.fromisoformat(takeover)
         if scheduled_for is None:
             scheduled_for = datetime.now().astimezone()
 
@@ -267,17 +363,23 @@ class NightService:
             self.notify(
                 f"night of {catalog.name} scheduled for {scheduled_for.isoformat()}: starting"
             )
+            primary = catalog.primary_settings() if self.spec.lease is not None else None
             try:
-                night = run_night(
-                    catalog,
-                    store,
-                    trigger="cron",
-                    scheduled_for=scheduled_for,
-                    stop=self.stop,
-                    show_progress=False,
-                    notify=self.notify,
-                )
-            except LockHeld as exc:
+                with contextlib.ExitStack() as stack:
+                    ledger = None
+                    if primary is not None:
+                        ledger = stack.enter_context(NightLedger(primary, catalog.name))
+                    night = run_night(
+                        catalog,
+                        store,
+                        trigger="cron",
+                        scheduled_for=scheduled_for,
+                        stop=self.stop,
+                        show_progress=False,
+                        notify=self.notify,
+                        ledger=ledger,
+                    )
+            except (LockHeld, NightAlreadyRan) as exc:
                 self._unrun(history, scheduled_for, "skipped", exc.message)
                 return
             except GovernError as exc:
@@ -295,6 +397,7 @@ class NightService:
                 f" makespan {summary.get('makespan_s', 0):.1f}s, done at half the makespan"
                 f" {summary.get('done_at_half_makespan', 0):.1%}"
                 + (f", waited for replica lag: {waits}" if waits else "")
+                + (f"; {night['note']}" if night.get("note") else "")
                 + self._next_night()
             )
 
@@ -354,7 +457,7 @@ class NightService:
 def serve_forever(catalog_path: Path, state_path: str | None) -> None:
     """Run the service until SIGTERM/SIGINT; a second signal stops running jobs at once."""
     service = NightService(catalog_path, state_path)
-    requested = threading.Event()
+    requested = service.done
     signals = 0
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -388,3 +491,5 @@ def serve_forever(catalog_path: Path, state_path: str | None) -> None:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if service.lost_lease:
+        raise ServerError(f"serve of {service.catalog.name} lost its lock on the primary")

@@ -31,8 +31,9 @@ from govern.connection import (
     query_one,
     write_defaults_file,
 )
-from govern.errors import GovernError, ServerError
+from govern.errors import ConfigError, GovernError, ServerError
 from govern.output import warn
+from govern.readonly import READ_ONLY_SESSION
 from govern.schedulers.catalog import Catalog, WorkerSpec
 from govern.schedulers.history import process_token
 from govern.schedulers.launch import ServerHandle
@@ -120,6 +121,7 @@ class ServerPool:
             primary = self.catalog.primary_settings()
             if primary is not None:
                 self.primary = ServerHandle(primary, self._defaults_file("primary", primary))
+                self._check_primary()
         except BaseException:
             self.close()
             raise
@@ -142,9 +144,29 @@ class ServerPool:
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
 
-    def _defaults_file(self, name: str, settings: ConnectionSettings) -> Path:
+    def _defaults_file(
+        self, name: str, settings: ConnectionSettings, read_only: bool = False
+    ) -> Path:
         assert self._folder is not None
-        return write_defaults_file(settings, self._folder / f"{name}.cnf")
+        init = READ_ONLY_SESSION if read_only else None
+        return write_defaults_file(settings, self._folder / f"{name}.cnf", init_command=init)
+
+    def _check_primary(self) -> None:
+        """The declared write server must not be a replica: jobs write through it. One out
+        of reach is only a warning (the jobs that write will fail and say so)."""
+        assert self.primary is not None
+        try:
+            conn = self.connection_for("primary")
+        except ServerError as exc:
+            warn(f"the primary is out of reach: {exc.message}")
+            return
+        assert conn is not None
+        if detect(conn).is_replica:
+            raise ConfigError(
+                f"{self.catalog.path}: [primary] {self.primary.settings.describe()} is a"
+                " replica: jobs write through it, and govern never hands out a replica to"
+                " write to"
+            )
 
     def _open(self, spec: WorkerSpec) -> Worker:
         try:
@@ -167,7 +189,7 @@ class ServerPool:
         read_only = worker.info.read_only or worker.info.is_replica is not False
         worker.handle = ServerHandle(
             settings,
-            self._defaults_file(spec.name, settings),
+            self._defaults_file(spec.name, settings, read_only),
             read_only=read_only,
             statement_time_variable=worker.info.statement_time_variable,
             opt_out=getattr(worker.conn, "opt_out", None),

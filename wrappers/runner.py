@@ -27,6 +27,7 @@ from govern.errors import ServerError, UsageError
 from govern.output import info as print_info
 from govern.output import warn as print_warning
 from govern.privileges import read_grants
+from govern.readonly import READ_ONLY_ENV
 from govern.redact import redact
 from govern.server import ServerInfo, current_account, detect, with_replica_status
 from govern.state import StateStore, default_state_path, utcnow
@@ -216,7 +217,8 @@ class _Run:
             if server.event_scheduler == "ON":  # an event is possible: never on a replica
                 server = with_replica_status(conn, server)
             return self._holding(conn, server, choice, deadman.unavailable_reason(server, grants))
-        statement = session.init_command(server) if choice.mode is Mode.SESSION else None
+        read_only = os.environ.get(READ_ONLY_ENV) == "1"  # a scheduler job on a replica
+        statement = session.init_command(server, read_only) if choice.mode is Mode.SESSION else None
         conn.close()
         if choice.mode is Mode.SESSION:
             if warning := server.slow_log_global_control_warning:

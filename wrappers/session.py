@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from govern.connection import LONG_QUERY_TIME_MAX
+from govern.readonly import read_only_assignment
 from govern.server import ServerInfo, build_info
 from govern.wrappers.job import find_program
 
@@ -40,12 +41,18 @@ def exemption(info: ServerInfo) -> dict[str, str]:
     return {}
 
 
-def init_command(info: ServerInfo) -> str | None:
-    """One statement for a client's init command, e.g. ``SET SESSION log_slow_query = OFF``."""
+def init_command(info: ServerInfo, read_only: bool = False) -> str | None:
+    """One statement for a client's init command, e.g. ``SET SESSION log_slow_query = OFF``.
+
+    ``read_only``: the scheduler handed the job a replica (``$GOVERN_SESSION_READ_ONLY``):
+    the statement keeps its sessions read-only too, as the option file it got does."""
     settings = exemption(info)
     if not settings:
         return None
-    return "SET " + ", ".join(f"SESSION {name} = {value}" for name, value in settings.items())
+    parts = [f"SESSION {name} = {value}" for name, value in settings.items()]
+    if read_only:
+        parts.append(read_only_assignment(info.is_mariadb))
+    return "SET " + ", ".join(parts)
 
 
 def _query(conn: Any, sql: str) -> list[tuple[Any, ...]]:

@@ -8,12 +8,12 @@
 # read's session runs $GOVERN_INIT_COMMAND, so its slow queries stay out of the
 # replica's slow log while every other client's stay in.
 #
-# The day is the one before the night's scheduled time (SUMMARY_DAY overrides).
+# The day is the one before the night's date ($GOVERN_DATE; SUMMARY_DAY overrides).
 set -euo pipefail
 
 type=${1:?usage: job.sh TYPE}
 here=$(cd "$(dirname "$0")" && pwd)
-night=${GOVERN_SCHEDULED_FOR:-$(date -Iseconds)}
+night=${GOVERN_DATE:-${GOVERN_SCHEDULED_FOR:-$(date -Iseconds)}}
 day=${SUMMARY_DAY:-$(date -d "${night:0:10} -1 day" +%F)}
 client=$(command -v mariadb || command -v mysql)
 

@@ -10,6 +10,7 @@ import click
 
 from govern.cli_options import Duration, connection_options, state_option, throttle_option
 from govern.connection import ConnectionSettings
+from govern.readonly import opted_out_by_govern_run
 
 
 @click.command()
@@ -65,7 +66,7 @@ def chunk(
         throttle_items, settings, state_path, work=f"govern chunk {parsed.action} {parsed.table}"
     )
     conn = connect(settings, command="chunk")
-    if "GOVERN_INIT_COMMAND" not in os.environ:
+    if not opted_out_by_govern_run(os.environ):
         # The chunks are the user's workload: logged like any client's, tagged. Under
         # `govern run` in session mode the job's sessions opt out: chunks too.
         log_like_anyone(conn)

@@ -11,6 +11,7 @@ import click
 from govern.cli_options import state_option
 from govern.digest.filters import parse_filters, parse_time
 from govern.digest.options import DigestOptions
+from govern.digest.pt_tables import PtTablesOptions
 from govern.errors import EXIT_FINDINGS, UsageError
 from govern.output import info, is_terminal, warn
 from govern.reports.digest_run import FORMATS, ReportOptions, digest_logs, merge_saved
@@ -149,6 +150,77 @@ def _with_rule_options(command: Any) -> Any:
     return wrapper
 
 
+def _with_pt_tables(command: Any) -> Any:
+    """pt-query-digest's ``--review``/``--history`` tables, handed to ``command`` as one
+    ``tables`` (docs/digest.md, "pt-query-digest's review and history tables")."""
+
+    @functools.wraps(command)
+    def wrapper(
+        *args: Any,
+        review: str | None,
+        history: str | None,
+        create_review_table: bool,
+        create_history_table: bool,
+        replicate_tables: bool,
+        defaults_file: str | None,
+        **kwargs: Any,
+    ) -> Any:
+        tables = PtTablesOptions(
+            review,
+            history,
+            create_review_table,
+            create_history_table,
+            replicate_tables,
+            defaults_file,
+        )
+        tables.check()
+        if defaults_file and not tables.wanted:
+            raise UsageError("--defaults-file: only with --review or --history")
+        return command(*args, tables=tables, **kwargs)
+
+    for option in reversed(
+        [
+            click.option(
+                "--review",
+                metavar="DSN",
+                help="Upsert one row per class into pt-query-digest's review table: "
+                "h=host,P=port,S=socket,u=user,F=option-file,D=db,t=table "
+                "[default D=percona_schema,t=query_review].",
+            ),
+            click.option(
+                "--history",
+                metavar="DSN",
+                help="Write one row of metrics per class into pt-query-digest's history "
+                "table (DSN as --review) [default D=percona_schema,t=query_history].",
+            ),
+            click.option(
+                "--create-review-table",
+                is_flag=True,
+                help="Create the review table (and database) as pt-query-digest does, if missing.",
+            ),
+            click.option(
+                "--create-history-table",
+                is_flag=True,
+                help="Create the history table (and database) as pt-query-digest does, if missing.",
+            ),
+            click.option(
+                "--replicate-tables",
+                is_flag=True,
+                help="Log the review/history writes in the binary log, so replicas get "
+                "them [default: sql_log_bin=0].",
+            ),
+            click.option(
+                "--defaults-file",
+                type=click.Path(dir_okay=False),
+                help="Option file with the credentials for --review/--history when their "
+                "DSN has no F= [default: ~/.my.cnf].",
+            ),
+        ]
+    ):
+        wrapper = option(wrapper)
+    return wrapper
+
+
 def _rule_options(
     run_rules: bool,
     select: tuple[str, ...],
@@ -206,6 +278,7 @@ class _DigestCommand(click.Command):
 @click.argument("inputs", nargs=-1, metavar="FILE…")
 @_report_options
 @_with_rule_options
+@_with_pt_tables
 @click.option(
     "--since", metavar="TIME", help="Only events at or after TIME (log time, or 2h, 7d…)."
 )
@@ -235,6 +308,7 @@ def digest(
     host: str | None,
     jobs: int,
     rule_options: DigestRuleOptions | None,
+    tables: PtTablesOptions,
 ) -> None:
     """Group slow-log events into query classes and report what costs the most.
 
@@ -252,9 +326,11 @@ def digest(
       govern digest compare before.json after.json [--format text|json|md|html]
     A page with charts and govern run's blind windows shaded:
       govern digest FILE --format html -o report.html
+    Fill pt-query-digest's review and history tables (Anemometer):
+      govern digest FILE --review h=db1,D=pt,t=review --history h=db1,D=pt,t=history
 
     Exit codes: 0 ok, 1 findings at or above --fail-on, 2 bad option, config
-    or unreadable input.
+    or unreadable input, 3 the --review/--history server refused or failed.
     """
     options = DigestOptions(
         order_by=order_by,
@@ -267,7 +343,7 @@ def digest(
         jobs=jobs,
     )
     _say_engine()
-    if digest_logs(inputs, options, report, rule_options):
+    if digest_logs(inputs, options, report, rule_options, tables=tables):
         raise SystemExit(EXIT_FINDINGS)
 
 
@@ -287,12 +363,14 @@ def _say_engine() -> None:
 @click.argument("documents", nargs=-1, metavar="DIGEST.json…")
 @_report_options
 @_with_rule_options
+@_with_pt_tables
 def merge(
     documents: tuple[str, ...],
     report: ReportOptions,
     order_by: str,
     max_classes: int,
     rule_options: DigestRuleOptions | None,
+    tables: PtTablesOptions,
 ) -> None:
     """Merge saved digests (govern digest --format json) into one report.
 
@@ -308,7 +386,14 @@ def merge(
             "no input: give digests saved with --format json (to digest the log file named "
             "merge: govern digest ./merge)"
         )
-    code = merge_saved(documents, report, rule_options, order_by=order_by, max_classes=max_classes)
+    code = merge_saved(
+        documents,
+        report,
+        rule_options,
+        order_by=order_by,
+        max_classes=max_classes,
+        tables=tables,
+    )
     if code:
         raise SystemExit(EXIT_FINDINGS)
 

@@ -13,6 +13,7 @@ from govern.cli_options import Size, connection_options, state_option, throttle_
 from govern.connection import ConnectionSettings, connect, connect_retrying
 from govern.output import info, print_json, warn
 from govern.progress import progress
+from govern.readonly import opted_out_by_govern_run
 from govern.throttle.cli import command_throttler, held_text
 from govern.units import plural
 
@@ -142,7 +143,7 @@ def load(
                 max_bad=max_bad,
                 progress=advance,
                 # Under `govern run` in session mode the job's sessions opt out: rows too.
-                log_rows="GOVERN_INIT_COMMAND" not in os.environ,
+                log_rows=not opted_out_by_govern_run(os.environ),
                 max_line=max_line,
                 reconnect=lambda: connect_retrying(
                     settings, command="load", wait=RECONNECT_WAIT_S, say=info

@@ -7,9 +7,10 @@ arguments of these functions and their results into exit codes.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
@@ -19,11 +20,12 @@ from govern.digest.load import load_report
 from govern.digest.merge import merge_reports
 from govern.digest.options import DigestOptions
 from govern.digest.ordering import parse_order_by
+from govern.digest.pt_tables import PtTables, PtTablesOptions
 from govern.digest.report import Report
 from govern.digest.result import Digest
 from govern.digest.runner import digest_paths
 from govern.errors import UsageError
-from govern.output import print_json, warn
+from govern.output import info, print_json, warn
 
 if TYPE_CHECKING:
     from govern.reports.compare import Comparison
@@ -62,20 +64,22 @@ def digest_logs(
     report: ReportOptions,
     rules: DigestRuleOptions | None,
     stream: IO[str] | None = None,
+    tables: PtTablesOptions | None = None,
 ) -> int:
     """``govern digest``: digest slow logs (paths, globs, ``-``), run the rules, write the
-    report; warnings about the inputs go to stderr. Returns the exit code: 1 when a
-    finding reaches ``rules.fail_on``, else 0."""
+    report (and pt's review/history tables, ``tables``); warnings about the inputs go to
+    stderr. Returns the exit code: 1 when a finding reaches ``rules.fail_on``, else 0."""
     parse_order_by(options.order_by)
     report.check()
-    if rules is not None:
-        # The rules' modules (sqlglot among them) load while the core digests on its
-        # own threads, instead of after it.
-        threading.Thread(target=_load_rules, name="govern-load-rules", daemon=True).start()
-    digest = digest_paths(list(inputs), options)
-    for line in input_warnings(digest):
-        warn(line)
-    return render_digest(digest, report, rules, stream)
+    with _opened(tables) as writer:  # a wrong DSN or table fails before any log is read
+        if rules is not None:
+            # The rules' modules (sqlglot among them) load while the core digests on its
+            # own threads, instead of after it.
+            threading.Thread(target=_load_rules, name="govern-load-rules", daemon=True).start()
+        digest = digest_paths(list(inputs), options)
+        for line in input_warnings(digest):
+            warn(line)
+        return render_digest(digest, report, rules, stream, writer)
 
 
 def merge_saved(
@@ -86,12 +90,26 @@ def merge_saved(
     order_by: str = "Query_time:sum",
     max_classes: int = 10_000,
     stream: IO[str] | None = None,
+    tables: PtTablesOptions | None = None,
 ) -> int:
     """``govern digest merge``: saved digests merged into one, then as :func:`digest_logs`."""
     parse_order_by(order_by)
     report.check()
     if not paths:
         raise UsageError("no input: give digests saved with --format json (or - for stdin)")
+    with _opened(tables) as writer:
+        return _merge(paths, report, rules, order_by, max_classes, stream, writer)
+
+
+def _merge(
+    paths: Sequence[str],
+    report: ReportOptions,
+    rules: DigestRuleOptions | None,
+    order_by: str,
+    max_classes: int,
+    stream: IO[str] | None,
+    writer: PtTables | None,
+) -> int:
     saved = [load_report(path) for path in paths]
     for one in saved:
         if one.omitted_classes:
@@ -103,7 +121,20 @@ def merge_saved(
     warning = order_warning(merged)
     if warning:
         warn(warning)
-    return render_digest(merged, report, rules, stream)
+    return render_digest(merged, report, rules, stream, writer)
+
+
+@contextlib.contextmanager
+def _opened(tables: PtTablesOptions | None) -> Iterator[PtTables | None]:
+    """pt's review and history tables, connected and checked (None: not asked for)."""
+    if tables is None or not tables.wanted:
+        yield None
+        return
+    writer = PtTables.open(tables)
+    try:
+        yield writer
+    finally:
+        writer.close()
 
 
 def render_digest(
@@ -111,9 +142,10 @@ def render_digest(
     report: ReportOptions,
     rules: DigestRuleOptions | None,
     stream: IO[str] | None = None,
+    tables: PtTables | None = None,
 ) -> int:
-    """Run the rules over a digest and write its report; the exit code as
-    :func:`digest_logs`'s.
+    """Run the rules over a digest, fill pt's tables (``tables``) and write its report;
+    the exit code as :func:`digest_logs`'s.
 
     The document's classes are built one at a time, as the rules and the report read
     them (each pass builds them again): no moment holds every class document."""
@@ -126,6 +158,12 @@ def render_digest(
         found = check_document(document, rules)
         found.annotate(document)
         exit_code = found.exit_code
+    if tables is not None:
+        said, skipped = tables.write(document)
+        for line in said:
+            info(line)
+        for line in skipped:
+            warn(line)
     if report.output_format == "json":
         print_json(limit_classes(document, report.top), out)
         return exit_code

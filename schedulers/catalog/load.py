@@ -88,7 +88,16 @@ def _build(r: Reader, data: Mapping[str, Any]) -> Catalog:
         query=r.string(sizing_data, "query", "sizing"),
         server=r.string(sizing_data, "server", "sizing"),
         line=r.line("sizing", "query"),
+        fallback=r.names(sizing_data, "fallback", "sizing"),
+        max_lag=r.duration(sizing_data, "max_lag", None, "sizing"),
+        key_floor=r.number(sizing_data, "key_floor", 0.5, "sizing"),
     )
+    if sizing.key_floor > 1:
+        raise r.fail(
+            f"key_floor is a share of recent nights' keys (0 to 1), got {sizing.key_floor:g}",
+            "sizing",
+            "key_floor",
+        )
     primary = None
     if "primary" in data:
         primary = _connection(r, r.table(data["primary"], "primary", "primary"), "primary")
@@ -100,6 +109,14 @@ def _build(r: Reader, data: Mapping[str, Any]) -> Catalog:
             "sizing",
             "server",
         )
+    for server in sizing.fallback or ():
+        if server not in servers:
+            raise r.fail(
+                f"sizing.fallback {server!r} is not a worker"
+                + (" or the primary" if primary is not None else ""),
+                "sizing",
+                "fallback",
+            )
     estimate = r.table(data.get("estimate", {}), "estimate", "estimate")
     pools = _pools(r, data.get("pools"))
     for job in [*jobs, *templates]:
@@ -132,7 +149,7 @@ def _build(r: Reader, data: Mapping[str, Any]) -> Catalog:
         history_window=r.integer(estimate, "history", 20, "estimate", minimum=1),
         lag_guard=_lag_guard(r, data.get("lag_guard")),
         throttle=_throttle(r, data.get("throttle")),
-        schedule=_schedule(r, data.get("schedule")),
+        schedule=_schedule(r, data.get("schedule"), has_primary=primary is not None),
         kill_grace=r.duration(data, "kill_grace", 10.0) or 0.0,
         deadline=_deadline(r, data),
         pools=pools,
@@ -349,7 +366,18 @@ def _lag_guard(r: Reader, data: Any) -> LagGuard | None:
         heartbeat_table=table,
         heartbeat_utc=r.boolean(data, "heartbeat_utc", False, "lag_guard"),
         check_interval=r.duration(data, "check_interval", 5.0, "lag_guard") or 1.0,
+        max_wait=_max_wait(r, data),
     )
+
+
+def _max_wait(r: Reader, data: Mapping[str, Any]) -> float | None:
+    """``max_wait = "30m"`` (the default), or ``"forever"`` to wait as long as a replica lags."""
+    if data.get("max_wait") == "forever":
+        return None
+    value = r.duration(data, "max_wait", 1800.0, "lag_guard")
+    if not value:
+        raise r.fail('max_wait must be a duration > 0 or "forever"', "lag_guard", "max_wait")
+    return value
 
 
 def _throttle(r: Reader, data: Any) -> ThrottleSpec | None:
@@ -365,10 +393,19 @@ def _throttle(r: Reader, data: Any) -> ThrottleSpec | None:
     return spec if spec.has_checks else None
 
 
-def _schedule(r: Reader, data: Any) -> ScheduleSpec | None:
+def _schedule(r: Reader, data: Any, *, has_primary: bool = False) -> ScheduleSpec | None:
     if data is None:
         return None
     data = r.table(data, "schedule", "schedule")
+    lease = r.duration(data, "lease", None, "schedule")
+    if lease is not None and not has_primary:
+        raise r.fail(
+            "lease: serve on two hosts holds its lock on the primary: the catalog needs [primary]",
+            "schedule",
+            "lease",
+        )
+    if lease is not None and lease < 1:
+        raise r.fail("lease: at least 1s", "schedule", "lease")
     cron = r.string(data, "cron", "schedule")
     if not cron:
         raise r.fail("[schedule] needs cron (e.g. cron = '30 1 * * *')", "schedule")
@@ -385,6 +422,7 @@ def _schedule(r: Reader, data: Any) -> ScheduleSpec | None:
         misfire_grace=r.duration(data, "misfire_grace", 3600.0, "schedule") or 0.0,
         coalesce=r.boolean(data, "coalesce", True, "schedule"),
         shutdown_grace=r.duration(data, "shutdown_grace", 300.0, "schedule") or 0.0,
+        lease=lease,
     )
 
 

@@ -6,6 +6,7 @@ Plain frozen data, read from the catalog file by :mod:`govern.schedulers.catalog
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -58,10 +59,10 @@ KEYS: dict[str, tuple[str, ...]] = {
         "hooks",
     ),
     "defaults": _JOB_SETTINGS,
-    "sizing": ("query", "server"),
+    "sizing": ("query", "server", "fallback", "max_lag", "key_floor"),
     "estimate": ("rows_per_second", "history"),
-    "schedule": ("cron", "timezone", "misfire_grace", "coalesce", "shutdown_grace"),
-    "lag_guard": ("max_lag", "heartbeat_table", "heartbeat_utc", "check_interval"),
+    "schedule": ("cron", "timezone", "misfire_grace", "coalesce", "shutdown_grace", "lease"),
+    "lag_guard": ("max_lag", "heartbeat_table", "heartbeat_utc", "check_interval", "max_wait"),
     "primary": CONNECTION_KEYS,
     "worker": (*CONNECTION_KEYS, "concurrency", "end"),
     "job": (
@@ -148,6 +149,15 @@ class SizingSpec:
     query: str | None
     server: str | None  # a worker name or "primary"; None: the first worker
     line: int
+    #: servers tried in order when the sizing server is refused (lagging, stopped,
+    #: unreachable); None: every other worker, in catalog order ("primary" only if named)
+    fallback: tuple[str, ...] | None = None
+    #: a replica lagging more than this is refused for the sizing read (None: the lag
+    #: guard's max_lag, else 60 s); a stopped one always is
+    max_lag: float | None = None
+    #: a template making fewer jobs than this share of its median of recent nights fails
+    #: the night (0: never)
+    key_floor: float = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +169,9 @@ class ScheduleSpec:
     misfire_grace: float
     coalesce: bool
     shutdown_grace: float
+    #: serve on two hosts: the standby polls the primary's lock this often and takes over
+    #: within it (service.py); None: one host, no lock on the primary
+    lease: float | None = None
 
     @property
     def description(self) -> str:
@@ -192,6 +205,9 @@ class LagGuard:
     heartbeat_table: str
     heartbeat_utc: bool
     check_interval: float
+    #: how long a worker may be held without a break before it is given up for the night
+    #: (its jobs move to the other workers, or fail); None: wait for as long as it lags
+    max_wait: float | None = 1800.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,7 +241,12 @@ class Catalog:
         return self.path.parent
 
     def job(self, name: str) -> JobSpec:
-        return next(j for j in self.jobs if j.name == name)
+        return self._jobs_by_name[name]
+
+    @functools.cached_property
+    def _jobs_by_name(self) -> dict[str, JobSpec]:
+        """Name -> job, built once: a 5,000-job night looks jobs up by name constantly."""
+        return {j.name: j for j in self.jobs}
 
     def worker(self, name: str) -> WorkerSpec:
         return next(w for w in self.workers if w.name == name)

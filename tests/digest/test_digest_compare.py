@@ -110,7 +110,7 @@ def workload(slow_sleep: float, with_new: bool) -> Any:
 def recorded(record_log: Callable[..., Path], tmp_path: Path) -> tuple[Path, Path]:
     """A before and an after digest of real logs: one class slower, one new, one gone."""
     before_log = record_log("compare-before", workload(0.005, with_new=False))
-    after_log = record_log("compare-after", workload(0.03, with_new=True))
+    after_log = record_log("compare-after", workload(0.08, with_new=True))
     return pt_digest(before_log, tmp_path / "before.json"), pt_digest(
         after_log, tmp_path / "after.json"
     )
@@ -133,14 +133,17 @@ def test_compare_recorded_logs_in_every_format(
     by_status: dict[str, list[str]] = {}
     for entry in document["classes"]:
         by_status.setdefault(entry["status"], []).append(entry["fingerprint"])
-    # Slower classes come largest added time first: SLEEP's 10 x 25 ms more is by construction;
+    # Slower classes come largest added time first: SLEEP's 10 x 75 ms more is by construction;
     # the 200 INSERTs' own time may drift past the bounds on a loaded machine, never that far.
     assert by_status["slower"][0] == "select sleep(?), count(*) from cmp where v like ?"
     assert "select count(*) from cmp where n > ?" in by_status["new"]
     assert "delete from cmp where id > ?" in by_status["gone"]
     slower = next(e for e in document["classes"] if e["status"] == "slower")
-    assert slower["after"]["p95_s"] > slower["before"]["p95_s"] * 3
-    assert slower["p95_change"] > 2 and slower["before"]["count"] == slower["after"]["count"] == 10
+    # SLEEP(0.005) measured 13 ms at p95 under a load of 15: bound the after side by the
+    # sleep itself and the before side by a ratio that load cannot reach.
+    assert slower["after"]["p95_s"] >= 0.07  # the sketch reads 80 ms as 78.5
+    assert slower["after"]["p95_s"] > slower["before"]["p95_s"] * 2
+    assert slower["p95_change"] > 1 and slower["before"]["count"] == slower["after"]["count"] == 10
     assert document["counts"]["unchanged"] >= 2
     assert isinstance(document["before"]["total_s"], float)
 
