@@ -24,6 +24,7 @@ from govern.schedulers.deadlines import parse_deadline
 from govern.schedulers.dispatch import Dispatcher
 from govern.schedulers.night import run_night
 from govern.schedulers.policies import Task, make_lanes
+from govern.schedulers.runner import StopRequest
 from govern.schedulers.simulate import simulate
 from govern.state import StateStore
 from tests.docs.support import problems
@@ -547,3 +548,96 @@ def test_serve_tells_on_failure_when_the_catalog_was_edited_into_an_error(
     assert (event["event"], event["status"]) == ("failure", "error")
     assert event["reason"].startswith("the catalog cannot be read: ")
     assert event["scheduled_for"] == "2026-03-01T01:00:00+00:00"
+
+
+# --- with the other night-* items: refusals and resumed nights -------------------------------------
+
+
+@pytest.mark.server
+def test_a_refused_night_fires_on_failure_with_its_reason(
+    server: MariaDB,
+    flag: str,
+    connect: Any,
+    state_path: Path,
+    write_catalog: WriteCatalog,
+    webhook: tuple[str, list[tuple[str, dict[str, str], bytes]]],
+) -> None:
+    """A night refused before any job (here the key-count floor: 4 keys after two nights of
+    10) is a failed night: on_failure gets the refusal, and the summary records the delivery."""
+    url, received = webhook
+    table = flag.replace("ready_", "keys_")
+    conn = connect("govern_admin")
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE {table} (k VARCHAR(32) PRIMARY KEY, n BIGINT)")
+        cur.executemany(f"INSERT INTO {table} VALUES (%s, 10)", [f"k{i}" for i in range(10)])
+    try:
+        path = write_catalog(
+            f'[sizing]\nquery = "SELECT k, n FROM {table}"\n'
+            + worker_table("main", server.defaults_file("govern_admin"), concurrency=4)
+            + '[each.build]\ncommand = "true"\n'
+            + f'[hooks.on_failure]\nwebhook = "{url}"\n'
+        )
+        for _ in range(2):
+            assert night(path, state_path)["status"] == "ok"
+        assert received == []
+        with conn.cursor() as cur:
+            cur.execute(f"DELETE FROM {table} WHERE k NOT IN ('k0', 'k1', 'k2', 'k3')")
+        refused = night(path, state_path)
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {table}")
+    assert refused["status"] == "failed" and refused["summary"]["refused"] is True
+    [event] = _events(received)
+    assert (event["event"], event["scope"], event["status"]) == ("failure", "night", "failed")
+    assert event["night_id"] == refused["id"]
+    assert event["reason"] == f"night {refused['id']}: the night was refused: {refused['note']}"
+    assert event["outcomes"] == {"skipped": 4}
+    [recorded] = refused["summary"]["events"]
+    assert recorded["deliveries"][0]["ok"] is True
+
+
+@pytest.mark.server
+def test_a_resume_that_is_not_ready_leaves_the_night_to_resume(
+    server: MariaDB,
+    flag: str,
+    connect: Any,
+    state_path: Path,
+    tmp_path: Path,
+    write_catalog: WriteCatalog,
+) -> None:
+    """``--resume`` waits for [ready_when] too; still false at its timeout, it records no new
+    night (which would hide the interrupted one from the next --resume): the interrupted night
+    keeps its status, its note says why, exit 1; once ready, --resume goes on with it."""
+    path = write_catalog(
+        worker_table("main", server.defaults_file("govern_admin"))
+        + '[jobs.first]\ncommand = "sleep 2"\n'
+        + '[jobs.second]\ncommand = "echo ran >> ran.txt"\ndepends_on = ["first"]\n'
+        + f'[ready_when]\nquery = "SELECT done FROM {flag}"\ntimeout = "1s"\ninterval = "200ms"\n'
+    )
+    conn = connect("govern_admin")
+    with conn.cursor() as cur:
+        cur.execute(f"UPDATE {flag} SET done = 1")
+    stop = StopRequest()
+    timer = threading.Timer(0.8, stop.request, (0,))
+    timer.start()
+    try:
+        first = night(path, state_path, stop=stop)
+    finally:
+        timer.cancel()
+    assert first["status"] == "interrupted"
+    with conn.cursor() as cur:
+        cur.execute(f"UPDATE {flag} SET done = 0")
+    args = ("schedule", "run", str(path), "--state", str(state_path), "--resume", "--json")
+    waited = govern(*args)
+    assert waited.returncode == 1, waited.stderr
+    document = json.loads(waited.stdout)
+    assert document["id"] == first["id"] and document["status"] == "interrupted"
+    assert document["note"].startswith("not ready: [ready_when] still false after ")
+    assert not (tmp_path / "ran.txt").exists()
+    with conn.cursor() as cur:
+        cur.execute(f"UPDATE {flag} SET done = 1")
+    resumed = govern(*args)
+    assert resumed.returncode == 0, resumed.stderr
+    document = json.loads(resumed.stdout)
+    assert document["id"] == first["id"] and document["status"] == "ok"
+    assert (tmp_path / "ran.txt").read_text() == "ran\n"
