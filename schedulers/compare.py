@@ -57,6 +57,7 @@ def recorded_inputs(
                 weight=job["weight"],
                 depends_on=tuple(d for d in spec.depends_on if d in ran) if spec else (),
                 workers=spec.workers if spec else None,
+                pool=spec.pool if spec else None,
             )
         )
     attempts = [
@@ -90,11 +91,19 @@ def compare_policies(
 ) -> dict[str, Any]:
     """The ``govern.schedule.simulate`` document (docs/json.md)."""
     if uniform:
-        tasks = [Task(t.name, t.order, t.estimate, t.weight, t.depends_on, None) for t in tasks]
+        tasks = [
+            Task(t.name, t.order, t.estimate, t.weight, t.depends_on, None, t.pool) for t in tasks
+        ]
     rows = []
     for policy in policies:
         timeline = simulate(
-            policy, tasks, lanes, durations, on_worker=on_worker, contention=contention
+            policy,
+            tasks,
+            lanes,
+            durations,
+            on_worker=on_worker,
+            contention=contention,
+            pools=catalog.pools,
         )
         rows.append(
             {

@@ -1,8 +1,8 @@
 """The bookkeeping of a night: which jobs are ready, running, done, failed or skipped.
 
 The simulator drives it with virtual time and the runner with the real clock;
-both ask it for the next job of a free lane, so dependencies, retries and
-worker restrictions behave the same in a plan and in a run.
+both ask it for the next job of a free lane, so dependencies, retries,
+worker restrictions and pools behave the same in a plan and in a run.
 
 Nothing here recurses or rescans the catalog: each job counts the dependencies it
 still waits for, a finished job decrements its dependents' counts (a reverse index),
@@ -10,12 +10,18 @@ skips walk the dependents with an explicit stack, and the ready jobs sit in one 
 per queue end, ordered by the policy's own :func:`priority`. Taking a job costs
 O(log n), so a night of n jobs is dispatched in O(n log n) whatever the shape of its
 dependency graph (a 2,000-link chain included; docs/design/scheduling.md has figures).
+
+A pool (``[pools] NAME = N``) caps how many jobs naming it run at once across every
+lane. The ready heaps are also split by pool, so a lane whose best ready job's pool is
+full takes the best job among the other heaps (or waits), still in O(log n): a slot is
+taken by :meth:`take` and given back on success, failure and retry.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from govern.schedulers.policies import Lane, Task, priority
 
@@ -23,8 +29,17 @@ _Entry = tuple[tuple[float, float, int], str]
 
 
 class Dispatcher:
-    def __init__(self, policy: str, tasks: Sequence[Task], lanes: Sequence[Lane]) -> None:
+    def __init__(
+        self,
+        policy: str,
+        tasks: Sequence[Task],
+        lanes: Sequence[Lane],
+        pools: Mapping[str, int] | None = None,
+    ) -> None:
         self.policy = policy
+        self.pools = dict(pools or {})
+        #: pool -> jobs holding a slot of it now
+        self.in_pool: Counter[str] = Counter()
         self.tasks = {t.name: t for t in tasks}
         self.pending: dict[str, Task] = dict(self.tasks)
         self.running: set[str] = set()
@@ -46,9 +61,9 @@ class Dispatcher:
             self._waiting[task.name] = len(known) + (len(known) < len(deps))
             for dep in known:
                 self._dependents[dep].append(task.name)
-        #: ready jobs: a heap per (lane end, the job's allowed workers), entries
+        #: ready jobs: a heap per (lane end, the job's allowed workers, its pool), entries
         #: (priority, name); an entry whose job is no longer ready is dropped when met
-        self._heaps: dict[tuple[str, tuple[str, ...] | None], list[_Entry]] = {}
+        self._heaps: dict[tuple[str, tuple[str, ...] | None, str | None], list[_Entry]] = {}
         self._ready: set[str] = set()
         #: jobs waiting out a retry delay: (ready again at, name)
         self._delayed: list[tuple[float, str]] = []
@@ -85,15 +100,18 @@ class Dispatcher:
         """The job this free lane starts now, per the policy; None if nothing fits.
 
         The same choice as :func:`govern.schedulers.policies.choose` over :meth:`ready`:
-        the smallest priority among the ready jobs that may run on the lane's worker."""
+        the smallest priority among the ready jobs that may run on the lane's worker and
+        whose pool (if any) has a free slot."""
         self._release(now)
         if lane.end not in self._ends:  # a lane the dispatcher was not built with
             self._ends.append(lane.end)
             for name in self._ready:
                 self._push(name, lane.end)
         best: tuple[_Entry, list[_Entry]] | None = None
-        for (end, workers), heap in self._heaps.items():
+        for (end, workers, pool), heap in self._heaps.items():
             if end != lane.end or (workers is not None and lane.worker not in workers):
+                continue
+            if pool is not None and not self._pool_has_room(pool):
                 continue
             while heap and heap[0][1] not in self._ready:
                 heapq.heappop(heap)  # stale: taken through another heap, or skipped
@@ -106,9 +124,12 @@ class Dispatcher:
         self._ready.discard(name)
         del self.pending[name]
         self.running.add(name)
+        if task.pool is not None:
+            self.in_pool[task.pool] += 1
         return task
 
     def succeed(self, name: str) -> None:
+        self._leave_pool(name)
         self.running.discard(name)
         self.succeeded.add(name)
         for dependent in self._dependents.get(name, ()):
@@ -119,12 +140,14 @@ class Dispatcher:
     def fail(self, name: str) -> list[str]:
         """A job failed for good: everything that depends on it, directly or not, is
         skipped (returned)."""
+        self._leave_pool(name)
         self.running.discard(name)
         self.failed.add(name)
         return self._skip_dependents(name)
 
     def retry(self, name: str, not_before: float) -> None:
         """Put a failed attempt back in the queue, ready again at ``not_before``."""
+        self._leave_pool(name)
         self.running.discard(name)
         self.pending[name] = self.tasks[name]
         heapq.heappush(self._delayed, (not_before, name))
@@ -153,6 +176,14 @@ class Dispatcher:
         return lost
 
     # --- inside -------------------------------------------------------------------------
+    def _pool_has_room(self, pool: str) -> bool:
+        return self.in_pool[pool] < self.pools.get(pool, 1 << 30)
+
+    def _leave_pool(self, name: str) -> None:
+        pool = self.tasks[name].pool
+        if pool is not None and name in self.running:
+            self.in_pool[pool] -= 1
+
     def _make_ready(self, name: str) -> None:
         self._ready.add(name)
         for end in self._ends:
@@ -160,7 +191,7 @@ class Dispatcher:
 
     def _push(self, name: str, end: str) -> None:
         task = self.tasks[name]
-        heap = self._heaps.setdefault((end, task.workers), [])
+        heap = self._heaps.setdefault((end, task.workers, task.pool), [])
         heapq.heappush(heap, (priority(self.policy, task, end), name))
 
     def _release(self, now: float) -> None:

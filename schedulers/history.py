@@ -408,6 +408,7 @@ class History:
             args.append(schedule)
         if ran_only:  # a refused night is failed, but started nothing
             where.append("status IN ('ok', 'failed', 'interrupted')")
+            # neither has a night that failed before its jobs (ready_when timed out)
             where.append(
                 "EXISTS (SELECT 1 FROM schedule_attempts a WHERE a.night_id = schedule_nights.id)"
             )

@@ -16,6 +16,7 @@ from govern.errors import ServerError
 from govern.privileges import account_warnings, read_grants
 from govern.schedulers.catalog import Catalog
 from govern.schedulers.contention import NONE, Contention
+from govern.schedulers.deadlines import Due, due_times
 from govern.schedulers.estimates import Estimate, Estimator
 from govern.schedulers.history import History, PlannedJob
 from govern.schedulers.key_floor import KEY_NIGHTS, floor_refusal, template_keys
@@ -50,6 +51,8 @@ class Plan:
     contention: Contention = NONE
     #: (job, worker) -> the estimate on that worker, where it rests on that worker's runs
     on_worker: dict[tuple[str, str], Estimate] = dataclasses.field(default_factory=dict)
+    #: the deadlines of this night as times (none without deadlines in the catalog)
+    due: Due = dataclasses.field(default_factory=lambda: Due(None, {}))
     #: jobs each [each.NAME] template made tonight (the key-count floor's figure)
     template_keys: dict[str, int] = dataclasses.field(default_factory=dict)
     #: why the night must not run (no server fit for the sizing read, too few keys)
@@ -119,6 +122,7 @@ class Plan:
                     "predicted_finish_at": (
                         self.base_time + timedelta(seconds=place.finish)
                     ).isoformat(timespec="seconds"),
+                    "deadline_at": _at(self.due.jobs.get(job.name)),
                 }
             )
         return {
@@ -128,6 +132,7 @@ class Plan:
             "catalog": str(self.catalog.path),
             "policy": self.policy,
             "base_time": self.base_time.isoformat(timespec="seconds"),
+            "deadline_at": _at(self.due.night),
             "workers": self.workers,
             "lanes": [
                 {"lane": lane.label, "worker": lane.worker, "end": lane.end} for lane in self.lanes
@@ -148,16 +153,22 @@ def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
+def _at(when: datetime | None) -> str | None:
+    return None if when is None else when.isoformat(timespec="seconds")
+
+
 def make_plan(
     catalog: Catalog,
     pool: ServerPool,
     history: History,
     policy: str | None = None,
     base_time: datetime | None = None,
+    scheduled_for: datetime | None = None,
     select: Callable[[Catalog], tuple[Catalog, list[str]]] | None = None,
 ) -> Plan:
     """Size every job, estimate it from history, and simulate the night under ``policy``.
 
+    Deadlines count from ``scheduled_for`` (the cron fire time; default ``base_time``).
     ``select`` narrows the sized catalog (templates expanded) to the jobs this run takes
     (``--job``, ``--resume``: govern/schedulers/rerun.py)."""
     base_time = base_time or datetime.now().astimezone()
@@ -214,7 +225,7 @@ def make_plan(
             if here.worker is not None:
                 on_worker[(job.name, worker.spec.name)] = here
     tasks = [
-        Task(j.name, j.order, estimates[j.name].seconds, j.weight, j.depends_on, j.workers)
+        Task(j.name, j.order, estimates[j.name].seconds, j.weight, j.depends_on, j.workers, j.pool)
         for j in catalog.jobs
     ]
     known = [e.seconds for e in estimates.values() if e.seconds is not None]
@@ -235,6 +246,11 @@ def make_plan(
         durations,
         on_worker={k: e.seconds for k, e in on_worker.items() if e.seconds is not None},
         contention=estimator.contention,
+        pools=catalog.pools,
+    )
+    due = due_times(catalog, scheduled_for or base_time)
+    warnings.extend(
+        due.predicted_misses(base_time, {p.name: p.finish for p in timeline.placements})
     )
     return Plan(
         catalog=catalog,
@@ -250,6 +266,7 @@ def make_plan(
         base_time=base_time or datetime.now().astimezone(),
         contention=estimator.contention,
         on_worker=on_worker,
+        due=due,
         template_keys=keys,
         refusal=refusal,
     )

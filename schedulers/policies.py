@@ -47,6 +47,7 @@ class Task:
     weight: float = 1.0
     depends_on: tuple[str, ...] = ()
     workers: tuple[str, ...] | None = None  # None: any worker
+    pool: str | None = None  # the [pools] resource it holds a slot of while it runs
 
     def runs_on(self, worker: str) -> bool:
         return self.workers is None or worker in self.workers

@@ -127,6 +127,17 @@ def print_night(night: dict[str, Any], *, jobs: bool) -> None:
             f"mean completion {units.duration(summary['mean_completion_s'], 'clock')}, "
             f"done at 50% of the makespan: {units.share(summary['done_at_half_makespan'], 1)}"
         )
+        for miss in summary.get("deadline_misses") or []:
+            what = f"job {miss['job']}" if miss["job"] else "the night"
+            out.print(f"deadline missed: {what} not done by {miss['deadline']}")
+        failed = [
+            f"on_{e['event']} {d['hook']} {d['target']}: {d['detail']}"
+            for e in summary.get("events") or []
+            for d in e["deliveries"]
+            if not d["ok"]
+        ]
+        if failed:
+            out.print("hooks not delivered: " + "; ".join(failed))
         waits = {w: s for w, s in sorted(summary.get("lag_waits_s", {}).items()) if s}
         if waits:
             out.print(

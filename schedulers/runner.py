@@ -12,12 +12,17 @@ jobs get ``grace`` seconds to finish, then TERM. Every attempt's output goes to
 its own 0600 log file; the last line of a failed one is kept as the reason.
 Without a progress bar (a pipe, cron, ``serve``) each job says when it starts and ends,
 one line each, so a night can be followed as it runs.
+
+Deadlines are watched on the wall clock: the moment a job's (or the night's) deadline
+passes with the job (the night) not done, the miss is said, recorded, and handed to the
+``on_deadline_miss`` hook; a job that fails for good goes to ``on_failure``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import heapq
 import math
 import os
 import signal
@@ -31,8 +36,10 @@ from types import FrameType
 from govern.output import info
 from govern.progress import Progress
 from govern.schedulers.catalog import JobSpec
+from govern.schedulers.deadlines import Due
 from govern.schedulers.dispatch import Dispatcher
 from govern.schedulers.history import History
+from govern.schedulers.hooks import Hooks, make_event
 from govern.schedulers.launch import Attempt, Process, job_argv, job_environment, mysql_client
 from govern.schedulers.plan import Plan
 from govern.schedulers.policies import Lane
@@ -85,6 +92,8 @@ class NightResult:
     durations: dict[str, float]  # jobs that ran -> the last attempt's run time
     stopped: bool
     ended_at: float = 0.0  # offset when the last attempt ended: the night's length
+    #: deadlines that passed with their job (job None: the night) not done
+    deadline_misses: list[dict[str, object]] = dataclasses.field(default_factory=list)
     #: what the night's note says (a worker given up past the lag guard's max_wait)
     notes: list[str] = dataclasses.field(default_factory=list)
 
@@ -102,6 +111,8 @@ class NightRunner:
         stop: StopRequest | None = None,
         notify: Callable[[str], None] = info,
         job_lines: bool = False,
+        hooks: Hooks | None = None,
+        due: Due | None = None,
         night_date: str | None = None,
         carried: Carried | None = None,
         on_job: Callable[[str, str, int], None] | None = None,
@@ -118,7 +129,7 @@ class NightRunner:
         #: Say when each job starts and ends (no progress bar shows it).
         self.job_lines = job_lines
         self.client = mysql_client()
-        self.dispatcher = Dispatcher(plan.policy, plan.tasks, plan.lanes)
+        self.dispatcher = Dispatcher(plan.policy, plan.tasks, plan.lanes, self.catalog.pools)
         self.running: dict[int, Running] = {}  # lane index -> what runs there
         #: the night's {date}: jobs get it as $GOVERN_DATE
         self.night_date = night_date
@@ -148,6 +159,13 @@ class NightRunner:
         self._given_up: set[str] = set()
         self._progress: Progress | None = None
         self._wake = threading.Event()  # set when a job ends
+        self.hooks = hooks
+        self.due = due or Due(None, {})
+        #: (deadline, job or "" for the night): the next one to pass first
+        self._deadlines: list[tuple[datetime, str]] = [(d, n) for n, d in self.due.jobs.items()]
+        if self.due.night is not None:
+            self._deadlines.append((self.due.night, ""))
+        heapq.heapify(self._deadlines)
 
     def now(self) -> float:
         return time.monotonic() - self._t0
@@ -218,8 +236,50 @@ class NightRunner:
                 run.process.terminate()
         for index in list(self.running):
             self._check(index)
+        self._check_deadlines(now)
         if self._stop_seen is None:
             self._start_free_lanes(now)
+
+    def _check_deadlines(self, now: float) -> None:
+        """Say, record and hand to on_deadline_miss every deadline passed with its work not
+        done: once each, at the moment it passes (a job that ended before it did not miss)."""
+        wall = datetime.now(UTC)
+        while self._deadlines and self._deadlines[0][0] <= wall:
+            due, name = heapq.heappop(self._deadlines)
+            if name and name in self.result.outcomes:
+                continue  # settled before its deadline (ok, failed, skipped)
+            if not name and self.dispatcher.finished:
+                continue
+            state = ("running" if name in self.dispatcher.running else "pending") if name else None
+            self.result.deadline_misses.append(
+                {
+                    "job": name or None,
+                    "deadline": due.isoformat(timespec="seconds"),
+                    "detected_s": round(now, 3),
+                    "state": state,
+                }
+            )
+            what = f"job {name} ({state})" if name else "the night"
+            reason = f"{what} not done by its deadline {due.isoformat(timespec='seconds')}"
+            self.notify(f"deadline missed: {reason}")
+            if self.hooks is not None:
+                self.hooks.fire(
+                    make_event(
+                        "deadline_miss",
+                        self.catalog,
+                        scope="job" if name else "night",
+                        reason=reason,
+                        night_id=self.night_id,
+                        scheduled_for=self.scheduled_for,
+                        job=name or None,
+                        worker=self._worker_of(name),
+                        deadline=due,
+                        status=state or "running",
+                    )
+                )
+
+    def _worker_of(self, name: str) -> str | None:
+        return next((r.lane.worker for r in self.running.values() if r.job.name == name), None)
 
     def _start_free_lanes(self, now: float) -> None:
         if not self.dispatcher.pending:  # nothing left to start: no lane waits for lag now
@@ -420,6 +480,21 @@ class NightRunner:
                 self.notify(f"job {job.name} ok on {lane.worker} in {took}")
             return
         self.notify(f"job {job.name} {outcome} on {lane.worker}: {reason}")
+        if self.hooks is not None and outcome in ("failed", "timeout"):
+            self.hooks.fire(
+                make_event(
+                    "failure",
+                    self.catalog,
+                    scope="job",
+                    reason=f"job {job.name} {outcome} on {lane.worker}: {reason}",
+                    night_id=self.night_id,
+                    scheduled_for=self.scheduled_for,
+                    job=job.name,
+                    worker=lane.worker,
+                    deadline=self.due.jobs.get(job.name),
+                    status=outcome,
+                )
+            )
         self._skipped(self.dispatcher.fail(job.name))
 
     def _skipped(self, names: list[str]) -> None:

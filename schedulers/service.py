@@ -12,7 +12,9 @@ Two small extensions make that survive restarts and tell the story:
   and given back at start, so a night missed while the service was down is seen
   as a misfire (APScheduler's own memory store forgets it);
 - each run receives its scheduled fire time, which jobs get as
-  ``GOVERN_SCHEDULED_FOR`` (which day to summarise) and the history keeps.
+  ``GOVERN_SCHEDULED_FOR`` (which day to summarise) and the history keeps;
+- a fire APScheduler reports missed (``EVENT_JOB_MISSED``) goes to the catalog's
+  ``on_missed_fire`` hook as well as to the history.
 
 One service per state file and catalog (APScheduler supports one process per
 job store): a second one is refused. The night itself also takes the catalog's
@@ -50,6 +52,7 @@ from govern.output import info
 from govern.schedulers.catalog import ScheduleSpec, load_catalog
 from govern.schedulers.cron import make_trigger
 from govern.schedulers.history import History, NightLabel
+from govern.schedulers.hooks import Hooks, make_event
 from govern.schedulers.lease import ActiveLease
 from govern.schedulers.runner import StopRequest
 from govern.state import StateStore
@@ -179,6 +182,8 @@ class NightService:
         self.store = StateStore.open(state_path)
         self.history = History(self.store)
         self._lock = _ServeLock(self.store, self.catalog.name)
+        #: on_missed_fire (the nights' own hooks are run_night's)
+        self.hooks = Hooks(self.catalog, say=self.notify)
         self.scheduler = BackgroundScheduler(
             timezone=self.spec.timezone,
             jobstores={"default": _RememberingJobStore(self._remember)},
@@ -312,6 +317,7 @@ class NightService:
             self._watcher.join()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
+        self.hooks.wait()
         if self.lease is not None:
             self.lease.close()  # the standby takes over from here
         self._lock.release()
@@ -342,6 +348,15 @@ class NightService:
                 catalog = load_catalog(self.catalog_path)  # edits apply from the next night on
             except GovernError as exc:
                 self._unrun(history, scheduled_for, "error", exc.message)
+                self.hooks.fire(  # the catalog as it was when serve started says where to
+                    make_event(
+                        "failure",
+                        self.catalog,
+                        reason=f"the catalog cannot be read: {exc.message}",
+                        scheduled_for=scheduled_for.isoformat(),
+                        status="error",
+                    )
+                )
                 return
             if catalog.schedule != self.spec:
                 self.notify("the [schedule] table changed: restart serve to apply it")
@@ -420,11 +435,17 @@ class NightService:
     def _on_event(self, event: JobEvent) -> None:
         if isinstance(event, JobExecutionEvent) and event.code == EVENT_JOB_MISSED:
             late = datetime.now(event.scheduled_run_time.tzinfo) - event.scheduled_run_time
-            self._unrun(
-                self.history,
-                event.scheduled_run_time,
-                "missed",
-                f"{late.total_seconds():.0f}s late, beyond misfire_grace {self.spec.misfire_grace:g}s",
+            note = f"{late.total_seconds():.0f}s late, beyond misfire_grace {self.spec.misfire_grace:g}s"
+            self._unrun(self.history, event.scheduled_run_time, "missed", note)
+            self.hooks.fire(
+                make_event(
+                    "missed_fire",
+                    self.catalog,
+                    reason=f"the night scheduled for {event.scheduled_run_time.isoformat()}"
+                    f" was not run: {note}",
+                    scheduled_for=event.scheduled_run_time.isoformat(),
+                    status="missed",
+                )
             )
         elif isinstance(event, JobSubmissionEvent) and event.code == EVENT_JOB_MAX_INSTANCES:
             for fire in event.scheduled_run_times:

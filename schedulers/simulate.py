@@ -46,6 +46,7 @@ def simulate(
     *,
     on_worker: Mapping[tuple[str, str], float] | None = None,
     contention: Contention | None = None,
+    pools: Mapping[str, int] | None = None,
 ) -> Timeline:
     """Every job's lane, start and finish under ``policy``.
 
@@ -57,12 +58,13 @@ def simulate(
     (``work``) orders their ends: a job started at work w with d seconds alone ends at
     work w + d. The running jobs sit in a heap by that end, and an event costs O(log n)
     (a night of n jobs, a 2,000-link chain included, replays in O(n log n)).
+    At most ``pools[P]`` jobs of pool P run at once.
     """
     if durations is None:
         durations = {t.name: t.estimate or 0.0 for t in tasks}
     on_worker = on_worker or {}
     factor = (contention or NONE).factor
-    dispatcher = Dispatcher(policy, tasks, lanes)
+    dispatcher = Dispatcher(policy, tasks, lanes, pools)
     lane_by_index = {lane.index: lane for lane in lanes}
     free = sorted(lanes, key=lambda lane: lane.index)
     #: (work clock at its end, lane index, job, start time)

@@ -18,17 +18,22 @@ from typing import TYPE_CHECKING, Any
 
 from govern.connection import resolve_settings
 from govern.errors import ConfigError, GovernError
+from govern.readonly import read_problem
 from govern.schedulers.catalog.cycles import find_cycle
+from govern.schedulers.catalog.deadline import Deadline, parse_deadline
 from govern.schedulers.catalog.model import (
     CONNECTION_KEYS,
     ENDS,
+    HOOK_EVENTS,
     KEY_PLACEHOLDER,
     NAME_RE,
     POLICIES,
     WRAP_MODES,
     Catalog,
+    HookSpec,
     JobSpec,
     LagGuard,
+    ReadyWhen,
     ScheduleSpec,
     SizingSpec,
     WorkerSpec,
@@ -113,6 +118,24 @@ def _build(r: Reader, data: Mapping[str, Any]) -> Catalog:
                 "fallback",
             )
     estimate = r.table(data.get("estimate", {}), "estimate", "estimate")
+    pools = _pools(r, data.get("pools"))
+    for job in [*jobs, *templates]:
+        if job.pool is not None and job.pool not in pools:
+            section = "each" if job.template else "jobs"
+            close = difflib.get_close_matches(job.pool, sorted(pools), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else " (declare it under [pools])"
+            raise r.fail(
+                f"job {job.name}: unknown pool {job.pool!r}{hint}", section, job.name, "pool"
+            )
+    ready_when = _ready_when(r, data.get("ready_when"))
+    if ready_when is not None and ready_when.server not in (None, *servers):
+        raise r.fail(
+            f"ready_when.server {ready_when.server!r} is not a worker"
+            + (" or the primary" if primary is not None else ""),
+            "ready_when",
+            "server",
+        )
+    hooks_data = r.table(data.get("hooks", {}), "hooks", "hooks")
     return Catalog(
         path=r.path,
         name=name,
@@ -128,6 +151,11 @@ def _build(r: Reader, data: Mapping[str, Any]) -> Catalog:
         throttle=_throttle(r, data.get("throttle")),
         schedule=_schedule(r, data.get("schedule"), has_primary=primary is not None),
         kill_grace=r.duration(data, "kill_grace", 10.0) or 0.0,
+        deadline=_deadline(r, data),
+        pools=pools,
+        ready_when=ready_when,
+        hooks=_hooks(r, hooks_data),
+        hook_timeout=r.duration(hooks_data, "timeout", 30.0, "hooks") or 30.0,
     )
 
 
@@ -264,6 +292,8 @@ def _job(
         line=r.line(*where),
         template=name if section == "each" else None,
         key_given="key" in spec,
+        deadline=_deadline(r, merged, *where),
+        pool=r.string(merged, "pool", *where),
     )
 
 
@@ -278,9 +308,14 @@ def _what_to_run(
         if not (template and KEY_PLACEHOLDER in value) and not file.is_file():
             raise r.fail(f"sql file {value}: no such file", *where, "sql")
         return file, None
-    command = spec["command"]
+    return None, _command(r, spec["command"], *where)
+
+
+def _command(r: Reader, command: Any, *where: str) -> tuple[str, ...]:
+    """A shell string (run by /bin/sh -c) or a list of arguments whose program, when a path,
+    exists beside the catalog and is executable."""
     if isinstance(command, str) and command.strip():
-        return None, ("/bin/sh", "-c", command)
+        return ("/bin/sh", "-c", command)
     if (
         isinstance(command, list)
         and command
@@ -293,7 +328,7 @@ def _what_to_run(
                 raise r.fail(f"command {program}: no such file", *where, "command")
             if not os.access(file, os.X_OK):
                 raise r.fail(f"command {program}: not executable (chmod +x)", *where, "command")
-        return None, tuple(command)
+        return tuple(command)
     raise r.fail("command must be a shell string or a non-empty list of arguments", *where)
 
 
@@ -389,3 +424,78 @@ def _schedule(r: Reader, data: Any, *, has_primary: bool = False) -> ScheduleSpe
         shutdown_grace=r.duration(data, "shutdown_grace", 300.0, "schedule") or 0.0,
         lease=lease,
     )
+
+
+def _deadline(r: Reader, data: Mapping[str, Any], *where: str) -> Deadline | None:
+    if data.get("deadline") is None:
+        return None
+    try:
+        return parse_deadline(data["deadline"])
+    except ValueError as exc:
+        raise r.fail(f"deadline: {exc}", *where, "deadline") from None
+
+
+def _pools(r: Reader, data: Any) -> dict[str, int]:
+    """``[pools]``: ``NAME = N``, the most jobs naming the pool that run at once."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise r.fail("[pools] must be a table of NAME = how many at once", "pools")
+    pools = {}
+    for name in data:
+        if not NAME_RE.match(name):
+            raise r.fail(f"pool name {name!r}: letters, digits, _ . : - only", "pools", name)
+        pools[name] = r.integer(data, name, 1, "pools", minimum=1)
+    return pools
+
+
+def _ready_when(r: Reader, data: Any) -> ReadyWhen | None:
+    if data is None:
+        return None
+    data = r.table(data, "ready_when", "ready_when")
+    query = r.string(data, "query", "ready_when")
+    if not query or not query.strip():
+        raise r.fail(
+            "[ready_when] needs query (e.g. query = 'SELECT COUNT(*) > 0 FROM etl.loads"
+            " WHERE day = CURDATE()')",
+            "ready_when",
+        )
+    problem = read_problem(query)
+    if problem is not None:
+        raise r.fail(
+            f"the ready_when query must be one SELECT, WITH or SHOW statement, {problem}",
+            "ready_when",
+            "query",
+        )
+    return ReadyWhen(
+        query=query,
+        server=r.string(data, "server", "ready_when"),
+        timeout=r.duration(data, "timeout", 3600.0, "ready_when") or 0.0,
+        interval=max(r.duration(data, "interval", 60.0, "ready_when") or 0.0, 0.1),
+        line=r.line("ready_when", "query"),
+    )
+
+
+_MAIL = re.compile(r"^[^@\s,<>]+@[^@\s,<>]+$")
+
+
+def _hooks(r: Reader, data: Mapping[str, Any]) -> dict[str, HookSpec]:
+    """``[hooks.on_failure]`` and the others: ``command``, ``webhook``, ``mail``."""
+    hooks = {}
+    for event in HOOK_EVENTS:
+        if event not in data:
+            continue
+        where = ("hooks", event)
+        spec = r.table(data[event], "hook", *where)
+        command = _command(r, spec["command"], *where) if "command" in spec else None
+        webhook = r.string(spec, "webhook", *where)
+        if webhook is not None and not re.match(r"^https?://[^/\s]+", webhook):
+            raise r.fail("webhook must be an http:// or https:// URL", *where, "webhook")
+        mail = r.names(spec, "mail", *where) or ()
+        for address in mail:
+            if not _MAIL.match(address):
+                raise r.fail(f"mail: {address!r} is not an address", *where, "mail")
+        if command is None and webhook is None and not mail:
+            raise r.fail(f"[hooks.{event}] needs command, webhook or mail", *where)
+        hooks[event.removeprefix("on_")] = HookSpec(command, webhook, mail)
+    return hooks

@@ -15,15 +15,28 @@ from typing import TYPE_CHECKING, Any
 from govern.connection import ConnectionSettings, resolve_settings
 
 if TYPE_CHECKING:
+    from govern.schedulers.catalog.deadline import Deadline
     from govern.throttle.spec import ThrottleSpec
 
+#: The catalog's [hooks.NAME] tables: what may wake a DBA (docs/schedule.md, "Hooks").
+HOOK_EVENTS = ("on_failure", "on_deadline_miss", "on_missed_fire")
 POLICIES = ("fifo", "sjf", "ljf", "wspt", "two-ended")
 WRAP_MODES = ("auto", "global", "threshold", "session")
 ENDS = ("short", "long")
 #: A job or worker name ends up in file names, environment values and `govern run --name`.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 CONNECTION_KEYS = ("host", "port", "user", "socket", "database", "dsn", "defaults_file")
-_JOB_SETTINGS = ("timeout", "retries", "retry_delay", "wrap", "wrap_mode", "opts_out", "weight")
+_JOB_SETTINGS = (
+    "timeout",
+    "retries",
+    "retry_delay",
+    "wrap",
+    "wrap_mode",
+    "opts_out",
+    "weight",
+    "deadline",
+    "pool",
+)
 #: The keys each table of a catalog may have (the reader names any other with a suggestion).
 KEYS: dict[str, tuple[str, ...]] = {
     "": (
@@ -40,6 +53,10 @@ KEYS: dict[str, tuple[str, ...]] = {
         "workers",
         "jobs",
         "each",
+        "deadline",
+        "pools",
+        "ready_when",
+        "hooks",
     ),
     "defaults": _JOB_SETTINGS,
     "sizing": ("query", "server", "fallback", "max_lag", "key_floor"),
@@ -59,6 +76,9 @@ KEYS: dict[str, tuple[str, ...]] = {
         *_JOB_SETTINGS,
     ),
     "each": ("sql", "command", "depends_on", "workers", *_JOB_SETTINGS),
+    "ready_when": ("query", "server", "timeout", "interval"),
+    "hooks": ("timeout", *HOOK_EVENTS),
+    "hook": ("command", "webhook", "mail"),
 }
 #: What a template's command or sql path says where the key goes.
 KEY_PLACEHOLDER = "{key}"
@@ -104,6 +124,10 @@ class JobSpec:
     template: str | None = None
     #: False when ``key`` is just the job's name: a missing count is then no surprise
     key_given: bool = True
+    #: when the job must be done by (its own, its template's, or [defaults])
+    deadline: Deadline | None = None
+    #: the [pools] resource it takes a slot of while it runs
+    pool: str | None = None
 
     def for_key(self, key: str) -> JobSpec:
         """The job a template makes for one key: ``NAME.KEY``, with {key} filled in."""
@@ -156,6 +180,26 @@ class ScheduleSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class ReadyWhen:
+    """``[ready_when]``: a read-only query that must return true before the night starts."""
+
+    query: str
+    server: str | None  # a worker name or "primary"; None: the sizing server
+    timeout: float
+    interval: float
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class HookSpec:
+    """Where one event goes: a command (the event as JSON on stdin), a webhook, mail."""
+
+    command: tuple[str, ...] | None
+    webhook: str | None
+    mail: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class LagGuard:
     max_lag: float
     heartbeat_table: str
@@ -183,6 +227,14 @@ class Catalog:
     throttle: ThrottleSpec | None
     schedule: ScheduleSpec | None
     kill_grace: float  # after TERM, how long a job has before KILL
+    #: when every job of the night must be done by
+    deadline: Deadline | None = None
+    #: [pools]: name -> how many jobs holding it may run at once, across all lanes
+    pools: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    ready_when: ReadyWhen | None = None
+    #: [hooks.on_*]: event name (without on_) -> where it goes
+    hooks: Mapping[str, HookSpec] = dataclasses.field(default_factory=dict)
+    hook_timeout: float = 30.0
 
     @property
     def directory(self) -> Path:

@@ -125,12 +125,14 @@ def test_the_schemas_refuse_what_the_contracts_forbid() -> None:
 def _catalog(folder: Path, defaults: Path) -> Path:
     path = folder / "nightly.toml"
     path.write_text(
-        'name = "contracts"\npolicy = "sjf"\n\n'
+        'name = "contracts"\npolicy = "sjf"\ndeadline = "0s"\n\n'
         "[estimate]\nrows_per_second = 1000\n\n"
         f'[workers.main]\ndefaults_file = "{defaults}"\nconcurrency = 2\n\n'
         '[jobs.small]\ncommand = "true"\nrows = 10\n\n'
         '[jobs.large]\ncommand = "true"\nrows = 100\n\n'
-        '[jobs.totals]\ncommand = "true"\ndepends_on = ["small", "large"]\n',
+        '[jobs.totals]\ncommand = "true"\ndepends_on = ["small", "large"]\n\n'
+        # the night misses its deadline at once: the hook writes a govern.schedule.event
+        '[hooks.on_deadline_miss]\ncommand = "cat > event.json"\n',
         encoding="utf-8",
     )
     return path
@@ -196,6 +198,7 @@ def test_every_contract_is_kept_by_a_document_govern_prints(
         printed("schedule", "run", str(catalog), "--state", state, "--json"),
         printed("schedule", "history", str(catalog), "--state", state, "--json"),
         printed("schedule", "simulate", str(catalog), "--state", state, "--json"),
+        json.loads((tmp_path / "event.json").read_text(encoding="utf-8")),
         printed(
             "collect",
             str(EXAMPLE_LOG),

@@ -49,23 +49,38 @@ def dataclass_with_workers(task: Task, workers: tuple[str, ...]) -> Task:
 
 
 def reference_simulation(
-    policy: str, tasks: list[Task], lanes: list[Lane], durations: dict[str, float]
+    policy: str,
+    tasks: list[Task],
+    lanes: list[Lane],
+    durations: dict[str, float],
+    pools: dict[str, int] | None = None,
 ) -> list[tuple[str, str, float]]:
     """The scheduler before the heaps: every free lane calls ``choose`` over a full rescan of
-    the pending jobs. Quadratic, but obviously what the policy says."""
+    the pending jobs (those of a full pool left out). Quadratic, but obviously what the policy
+    says."""
+    pools = pools or {}
     pending = {t.name: t for t in tasks}
+    by_name = dict(pending)
     done: set[str] = set()
+    in_pool: dict[str, int] = dict.fromkeys(pools, 0)
     running: list[tuple[float, int, str]] = []
     free = list(lanes)
     now = 0.0
     out = []
     while True:
         for lane in sorted(free, key=lambda lane: lane.index):
-            ready = [t for t in pending.values() if all(d in done for d in t.depends_on)]
+            ready = [
+                t
+                for t in pending.values()
+                if all(d in done for d in t.depends_on)
+                and (t.pool is None or in_pool[t.pool] < pools[t.pool])
+            ]
             task = choose(policy, ready, lane)
             if task is None:
                 continue
             del pending[task.name]
+            if task.pool is not None:
+                in_pool[task.pool] += 1
             free.remove(lane)
             out.append((task.name, lane.label, now))
             running.append((now + durations[task.name], lane.index, task.name))
@@ -76,6 +91,9 @@ def reference_simulation(
         while running and running[0][0] <= now:
             _, index, name = running.pop(0)
             done.add(name)
+            pool = by_name[name].pool
+            if pool is not None:
+                in_pool[pool] -= 1
             free.append(lanes[index])
 
 
@@ -96,6 +114,41 @@ def test_the_heaps_choose_what_the_policy_chooses(seed: int) -> None:
         timeline = simulate(policy, tasks, lanes, durations)
         got = [(p.name, p.lane.label, p.start) for p in timeline.placements]
         assert got == reference_simulation(policy, tasks, lanes, durations), policy
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_heaps_with_pools_choose_what_the_policy_chooses(seed: int) -> None:
+    """Pools split the heaps further: still the policy's choice among the jobs whose pool has
+    room, and never more of a pool running at once than its cap."""
+    rng = random.Random(1000 + seed)
+    lanes = make_lanes([("a", rng.randint(1, 3), None), ("b", 2, None), ("c", 1, "long")])
+    pools = {"p1": 1, "p2": 2}
+    tasks = []
+    for i in range(rng.randint(20, 120)):
+        deps = tuple(f"t{d}" for d in rng.sample(range(i), min(i, rng.randint(0, 2))))
+        allowed = rng.choice([None, None, ("a",), ("b", "c")])
+        estimate = None if rng.random() < 0.1 else rng.choice([1.0, 2.0, rng.random() * 30])
+        pool = rng.choice([None, None, "p1", "p2"])
+        tasks.append(Task(f"t{i}", i, estimate, rng.choice([1.0, 3.0]), deps, allowed, pool))
+    durations = {t.name: t.estimate if t.estimate is not None else 60.0 for t in tasks}
+    for policy in ("fifo", "sjf", "ljf", "wspt", "two-ended"):
+        timeline = simulate(policy, tasks, lanes, durations, pools=pools)
+        got = [(p.name, p.lane.label, p.start) for p in timeline.placements]
+        assert got == reference_simulation(policy, tasks, lanes, durations, pools), policy
+        for name, cap in pools.items():
+            spans = sorted(
+                (p.start, p.finish) for p in timeline.placements if p.name in _in(tasks, name)
+            )
+            assert max((_open_at(spans, start) for start, _ in spans), default=0) <= cap
+
+
+def _in(tasks: list[Task], pool: str) -> set[str]:
+    return {t.name for t in tasks if t.pool == pool}
+
+
+def _open_at(spans: list[tuple[float, float]], at: float) -> int:
+    """Spans running at instant ``at`` (one ending then no longer runs)."""
+    return sum(1 for start, finish in spans if start <= at < finish)
 
 
 @pytest.mark.server
