@@ -189,8 +189,10 @@ class Process:
     ) -> None:
         """``wake`` is set the moment the job ends (the runner sleeps on it)."""
         _check_program(argv[0], cwd, env)
-        # The parent-death signal reaches the job even if the scheduler is SIGKILLed.
+        # The parent-death signal reaches the group's leader even if the scheduler is
+        # SIGKILLed; the keeper passes it on to the whole group (see GROUP_KEEPER).
         prefix = ["setpriv", "--pdeathsig", "TERM", "--"] if _SETPRIV else []
+        prefix += ["sh", "-c", GROUP_KEEPER, "govern-job"]
         stdin_file = open(stdin, "rb") if stdin is not None else None  # noqa: SIM115
         try:
             #: When the job starts: taken at the fork, after govern's own bookkeeping.
@@ -252,6 +254,15 @@ class Process:
 
 
 _SETPRIV = shutil.which("setpriv") is not None
+
+#: The group's leader, between setpriv and the job: a TERM (the parent-death signal, or
+#: :meth:`Process.terminate`) goes on to the whole group. Without it the signal reached only
+#: the leader: a shell line's ``sh`` died, the programs it had started ran on after a
+#: SIGKILLed scheduler, and a standby that took the night over ran the job a second time.
+#: The job runs in the background so that ``wait`` returns to the trap at once; it reads the
+#: keeper's stdin (``3<&0``: a background job's stdin is otherwise /dev/null); its exit
+#: status (128+N for a signal) is the keeper's.
+GROUP_KEEPER = 'trap "trap - TERM; kill -TERM 0" TERM; exec 3<&0; "$@" <&3 3<&- & wait $!'
 
 
 def _check_program(program: str, cwd: Path, env: Mapping[str, str]) -> None:
