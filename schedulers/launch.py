@@ -260,9 +260,13 @@ _SETPRIV = shutil.which("setpriv") is not None
 #: the leader: a shell line's ``sh`` died, the programs it had started ran on after a
 #: SIGKILLed scheduler, and a standby that took the night over ran the job a second time.
 #: The job runs in the background so that ``wait`` returns to the trap at once; it reads the
-#: keeper's stdin (``3<&0``: a background job's stdin is otherwise /dev/null); its exit
-#: status (128+N for a signal) is the keeper's.
-GROUP_KEEPER = 'trap "trap - TERM; kill -TERM 0" TERM; exec 3<&0; "$@" <&3 3<&- & wait $!'
+#: keeper's stdin (``3<&0``: a background job's stdin is otherwise /dev/null). After a TERM
+#: the keeper ignores further ones and waits on: its exit status is always the job's (128+N
+#: for a signal), a job that handles the TERM and exits 3 ends with 3.
+GROUP_KEEPER = (
+    """trap "trap '' TERM; kill -TERM 0" TERM; exec 3<&0; "$@" <&3 3<&- & job=$!; """
+    'while kill -0 "$job" 2>/dev/null; do wait "$job"; done; wait "$job"'
+)
 
 
 def _check_program(program: str, cwd: Path, env: Mapping[str, str]) -> None:

@@ -83,3 +83,20 @@ def test_the_job_keeps_its_exit_status_and_stdin(tmp_path: Path) -> None:
         killed = Process(["sh", "-c", "kill -9 $$"], {"PATH": "/usr/bin:/bin"}, tmp_path, None, log)
         killed.popen.wait(timeout=10)
     assert killed.poll() == 128 + 9
+
+
+def test_a_job_that_handles_term_ends_with_its_own_status(tmp_path: Path) -> None:
+    from govern.schedulers.launch import Process
+
+    with open(tmp_path / "job.log", "wb") as log:
+        process = Process(
+            ["sh", "-c", 'trap "exit 3" TERM; sleep 30 & wait'],
+            {"PATH": "/usr/bin:/bin"},
+            tmp_path,
+            None,
+            log,
+        )
+        time.sleep(0.5)
+        process.terminate()
+        process.popen.wait(timeout=10)
+    assert process.poll() == 3
