@@ -157,3 +157,49 @@ fn to_letters(mut n: u32) -> String {
     }
     s
 }
+
+/// The range's fingerprint cache (keyed by the statement with digits as 0) gives each
+/// event the fingerprint pt's steps give it, where digits do matter too: CALL names,
+/// administrator commands, mysqldump's `/*!40001` test, and repeats in any order.
+#[test]
+fn cached_fingerprints_are_the_fingerprints() {
+    use govern_native::filemap::Bytes;
+    use govern_native::fingerprint::Fingerprinter;
+    use govern_native::range::{digest_range, RangeOptions};
+    let statements: &[&[u8]] = &[
+        b"CALL p1(1)",
+        b"CALL p2(2)",
+        b"call p2(3)",
+        b"SELECT /*!40001 SQL_NO_CACHE */ * FROM `t1`",
+        b"SELECT /*!40002 SQL_NO_CACHE */ * FROM `t1`",
+        b"SELECT /*!40001 SQL_NO_CACHE */ * FROM `t2`",
+        b"SELECT a FROM t1 WHERE id IN (1, 2, 3)",
+        b"SELECT a FROM t2 WHERE id IN (4,5)",
+        b"SELECT a FROM t9 WHERE x = 'a1' LIMIT 10",
+        b"SELECT a FROM t9 WHERE x = 'a2' LIMIT 20",
+        b"INSERT INTO t3 VALUES (1),(2)",
+        b"INSERT INTO t4 VALUES (3)",
+        b"SELECT 1 /*foo.bar:1/2*/",
+        b"SELECT 2 /*foo.bar:3/4*/",
+    ];
+    let mut log = b"# Time: 261121 22:42:45\n".to_vec();
+    let mut want = std::collections::BTreeMap::new();
+    for round in 0..3 {
+        for (i, s) in statements.iter().enumerate() {
+            let s = if round == 1 { statements[statements.len() - 1 - i] } else { s };
+            log.extend_from_slice(b"# User@Host: u[u] @ h []\n# Query_time: 0.000100  Lock_time: 0.000000\n");
+            log.extend_from_slice(s);
+            log.extend_from_slice(b";\n");
+            *want.entry(Fingerprinter::new().fingerprint(s).to_vec()).or_insert(0u64) += 1;
+        }
+    }
+    log.extend_from_slice(b"# User@Host: u[u] @ h []\n# Query_time: 0.000100  Lock_time: 0.000000\n# administrator command: Binlog Dump 7;\n");
+    *want.entry(b"administrator command: Binlog Dump 7".to_vec()).or_insert(0) += 1;
+    let n = log.len();
+    let options = RangeOptions { context_known: true, ..Default::default() };
+    let r = digest_range(Bytes::Memory(&log), 0, n, n, &options);
+    let got: std::collections::BTreeMap<Vec<u8>, u64> =
+        r.classes.iter().map(|(fp, c)| (r.fingerprints.get(*fp).to_vec(), c.count)).collect();
+    assert_eq!(got, want);
+    assert!(got.contains_key(&b"mysqldump"[..]) && got.contains_key(&b"call p1"[..]));
+}
