@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,13 +25,14 @@ def print_json(document: Any, stream: IO[str] | None = None) -> None:
     """
     out = stream or sys.stdout
     if is_terminal(out):
-        out.write(_dumps(document, indent=2))
+        out.write(dumps(document, indent=2))
     else:
         _write_compact(document, out)
     out.write("\n")
 
 
-def _dumps(value: Any, indent: int | None = None) -> str:
+def dumps(value: Any, indent: int | None = None) -> str:
+    """JSON as govern writes it: UTF-8 text kept, lazy sequences as lists."""
     return json.dumps(value, indent=indent, ensure_ascii=False, default=_default)
 
 
@@ -44,23 +46,33 @@ def _default(value: Any) -> Any:
     return list(value) if _is_array(value) else str(value)
 
 
+class Encoded(ABC):
+    """A sequence whose items come as JSON text already (a digest's classes, written by
+    the native core): the compact writer copies them instead of encoding each."""
+
+    @abstractmethod
+    def encoded(self) -> Iterator[str]:
+        """Each item as ``json.dumps(item, ensure_ascii=False)`` would write it."""
+
+
 def _write_compact(document: Any, out: IO[str]) -> None:
     """One line, written member by member: a long top-level list (a digest's classes)
     is never held as one string beside the document, and a lazy sequence (a digest's
     classes built one at a time) is read item by item, never held whole."""
     if not isinstance(document, dict):
-        out.write(_dumps(document))
+        out.write(dumps(document))
         return
     out.write("{")
     for index, (key, value) in enumerate(document.items()):
-        out.write(("" if index == 0 else ", ") + _dumps(str(key)) + ": ")
+        out.write(("" if index == 0 else ", ") + dumps(str(key)) + ": ")
         if _is_array(value):
+            items = value.encoded() if isinstance(value, Encoded) else map(dumps, value)
             out.write("[")
-            for position, item in enumerate(value):
-                out.write(("" if position == 0 else ", ") + _dumps(item))
+            for position, text in enumerate(items):
+                out.write(("" if position == 0 else ", ") + text)
             out.write("]")
         else:
-            out.write(_dumps(value))
+            out.write(dumps(value))
     out.write("}")
 
 

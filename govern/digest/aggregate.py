@@ -22,7 +22,8 @@ merge:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -368,6 +369,10 @@ class Partial:
 
     def totals(self) -> ClassAgg:
         return merged_classes(self.all_classes())
+
+    def class_json(self, keys: Sequence[ClassKey], frame: object) -> Iterator[None]:
+        """Python's classes have no JSON of their own: document.py builds each."""
+        return itertools.repeat(None, len(keys))
 
     def fingerprint_of(self, class_id: str) -> bytes | None:
         """The fingerprint of the class whose query ID is ``class_id``, if kept (the

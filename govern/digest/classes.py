@@ -14,10 +14,21 @@ time and never need them all at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from govern.digest.aggregate import ClassAgg, Malformed
 from govern.digest.ordering import ClassKey
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentFrame:
+    """What every class document of one digest shares: its Query_time (micro-units),
+    its window in seconds and its inputs' names by file index."""
+
+    total_time: int
+    window_seconds: float | None
+    sources: tuple[str | None, ...]
 
 
 class ClassSource(Protocol):
@@ -61,6 +72,11 @@ class ClassSource(Protocol):
 
     def fingerprint_of(self, class_id: str) -> bytes | None:
         """The fingerprint of the class whose query ID is ``class_id``, if kept."""
+        ...
+
+    def class_json(self, keys: Sequence[ClassKey], frame: DocumentFrame) -> Iterator[str | None]:
+        """Each class's JSON document as govern/digest/document.py writes it, when the
+        source writes it itself (the native core), else None (then it is built)."""
         ...
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from govern import __version__, sketch
 from govern.digest.aggregate import HISTOGRAM_LABELS, ClassAgg, Metric, Runs
-from govern.digest.classes import FindingsLookup
+from govern.digest.classes import DocumentFrame, FindingsLookup
 from govern.digest.figures import (
     distinct_texts,
     metric_figures,
@@ -30,6 +30,10 @@ from govern.digest.ordering import ClassKey
 from govern.digest.result import Digest, query_time_of, window_of
 from govern.digest.tables import tables
 from govern.fingerprint import decode, query_id, short_id
+from govern.output import dumps
+
+#: What the native core writes for a class's findings, just before its last part.
+_NO_FINDINGS = ', "findings": [], "state": '
 
 SCHEMA = "govern.digest"
 SCHEMA_VERSION = 1
@@ -381,3 +385,23 @@ class _ClassBuilder:
     def fingerprint_of(self, class_id: str) -> str | None:
         found = self.digest.partial.fingerprint_of(class_id)
         return None if found is None else decode(found)
+
+    def encoded(self, keys: Sequence[ClassKey]) -> Iterator[str]:
+        """The documents of ``keys`` as JSON: written by the source where it can (the
+        native core), with the findings put in; built here and encoded otherwise."""
+        frame = DocumentFrame(
+            self.total_time,
+            self.window_seconds,
+            tuple(source.name for source in self.digest.sources),
+        )
+        findings = self.findings
+        for position, text in enumerate(self.digest.partial.class_json(keys, frame)):
+            if text is None:
+                yield dumps(self(keys[position]))
+                continue
+            if findings is not None:
+                found = findings(text[8:40])  # {"id": "<32 hex>", …
+                if found:
+                    head, _, tail = text.rpartition(_NO_FINDINGS)
+                    text = head + ', "findings": ' + dumps(found) + ', "state": ' + tail
+            yield text

@@ -13,6 +13,7 @@ from typing import Any, Protocol, SupportsIndex, overload
 
 from govern.digest.classes import FindingsLookup
 from govern.digest.ordering import ClassKey
+from govern.output import Encoded
 
 
 class ClassList(list[dict[str, Any]]):
@@ -62,6 +63,10 @@ class ClassBuilder(Protocol):
         """The fingerprint of a class of the whole digest, by query ID."""
         ...
 
+    def encoded(self, keys: Sequence[ClassKey]) -> Iterator[str]:
+        """The documents of ``keys`` as JSON text, in order."""
+        ...
+
 
 class LazyDocuments(Sequence[dict[str, Any]]):
     """A read-only list of documents built from keys when read, each time it is read.
@@ -104,11 +109,12 @@ class LazyDocuments(Sequence[dict[str, Any]]):
         return LazyDocuments(keys, self._build)
 
 
-class LazyClasses(LazyDocuments):
+class LazyClasses(LazyDocuments, Encoded):
     """A digest's class documents in rank order, built one at a time when read.
 
     The findings attached (the digest rules' annotate) go into each class document as
-    it is built; slices share them.
+    it is built; slices share them. Written as JSON, the documents come as text
+    (:meth:`encoded`: the native core writes them, never built as dicts).
     """
 
     __slots__ = ("_builder",)
@@ -119,6 +125,9 @@ class LazyClasses(LazyDocuments):
 
     def _view(self, keys: Sequence[ClassKey]) -> LazyClasses:
         return LazyClasses(keys, self._builder)
+
+    def encoded(self) -> Iterator[str]:
+        return self._builder.encoded(self._keys)
 
     def views(self) -> Iterator[Mapping[str, Any]]:
         """The classes as read-only views, each part built when read: for readers of a

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from govern import native
 from govern.digest.aggregate import ClassAgg, Fit, Malformed, Metric, Runs, Sample
+from govern.digest.classes import DocumentFrame
 from govern.digest.decode import malformed_reason, text
 from govern.digest.engine import EngineOptions, host_salt
 from govern.digest.ordering import ClassKey
@@ -31,6 +32,10 @@ from govern.progress import Progress
 
 if TYPE_CHECKING:
     from govern._native import ClassFigures, FileMap, Range, Total
+
+
+#: Class documents the core writes per call (native/src/document.rs).
+JSON_BATCH = 256
 
 
 class NativePartial:
@@ -88,6 +93,19 @@ class NativePartial:
     def class_at(self, index: int) -> ClassAgg:
         return _class(self._total.class_at(index))
 
+    def class_json(self, keys: Sequence[ClassKey], frame: DocumentFrame) -> Iterator[str | None]:
+        """The class documents written by the core (native/src/document.rs), a few
+        hundred per call; None for a class it leaves to document.py (text that is not
+        UTF-8, numbers a float cannot carry exactly)."""
+        indexes = keys.indexes() if isinstance(keys, Keys) else array("I", (k.index for k in keys))
+        for start in range(0, len(indexes), JSON_BATCH):
+            yield from self._total.class_json(
+                indexes[start : start + JSON_BATCH].tobytes(),
+                frame.total_time,
+                frame.window_seconds,
+                list(frame.sources),
+            )
+
     def totals(self) -> ClassAgg:
         return _class(self._total.totals())
 
@@ -115,6 +133,10 @@ class Keys(Sequence[ClassKey]):
         if isinstance(index, slice):
             return Keys(self._source, self._indexes[index], self._attribute)
         return self._source.key_at(self._indexes[index], self._attribute)
+
+    def indexes(self) -> array[int]:
+        """The classes' indexes in the core, in this order."""
+        return self._indexes
 
     def __iter__(self) -> Iterator[ClassKey]:
         key_at, attribute = self._source.key_at, self._attribute

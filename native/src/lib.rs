@@ -33,6 +33,7 @@
 pub mod aggregate;
 pub mod attributes;
 pub mod class;
+pub mod document;
 pub mod filemap;
 pub mod fingerprint;
 pub mod hashes;

@@ -224,6 +224,50 @@ pub fn connection_number(name: &[u8]) -> u64 {
     }
 }
 
+/// Fingerprint ids by cache key (govern/fingerprint.py `cache_key`): the statement with
+/// every digit as `0`. No step of pt's fingerprint tells digits apart (each class that
+/// holds one digit holds all ten; after the number step none is left), except where pt
+/// returns early with text of the statement: administrator commands and CALL, which are
+/// fingerprinted every time. On the lab's logs most statements differ from an earlier one
+/// only in their digits, and folding and comparing them costs a fraction of pt's steps.
+#[derive(Default)]
+struct FingerprintCache {
+    /// (hash, start and length of the key in `keys`, fingerprint id).
+    table: hashbrown::HashTable<(u64, u32, u32, u32)>,
+    keys: Vec<u8>,
+    key: Vec<u8>,
+    hasher: foldhash::fast::FixedState,
+}
+
+impl FingerprintCache {
+    /// Longer statements (IN lists of thousands of ids) rarely repeat with only other
+    /// digits: they are fingerprinted directly, and the cache holds at most this much.
+    const LONGEST: usize = 2048;
+    const BYTES: usize = 16 << 20;
+
+    fn id(&mut self, statement: &[u8], fp: &mut Fingerprinter, fingerprints: &mut Interner) -> u32 {
+        if statement.len() > Self::LONGEST || !crate::fingerprint::digits_never_matter(statement) {
+            return fingerprints.id(fp.fingerprint(statement));
+        }
+        self.key.clear();
+        self.key.extend(statement.iter().map(|&b| if b.wrapping_sub(b'1') < 9 { b'0' } else { b }));
+        let hash = std::hash::BuildHasher::hash_one(&self.hasher, &self.key[..]);
+        let (keys, key) = (&self.keys, &self.key[..]);
+        if let Some(&(_, _, _, id)) =
+            self.table.find(hash, |e| e.0 == hash && &keys[e.1 as usize..(e.1 + e.2) as usize] == key)
+        {
+            return id;
+        }
+        let id = fingerprints.id(fp.fingerprint(statement));
+        if self.keys.len() + key.len() <= Self::BYTES {
+            let entry = (hash, self.keys.len() as u32, key.len() as u32, id);
+            self.keys.extend_from_slice(key);
+            self.table.insert_unique(hash, entry, |e| e.0);
+        }
+        id
+    }
+}
+
 struct Digester<'o> {
     r: RangeDigest,
     options: &'o RangeOptions<'o>,
@@ -233,6 +277,7 @@ struct Digester<'o> {
     line: u64,
     keys: KeyCache,
     fp: Fingerprinter,
+    fp_cache: FingerprintCache,
     ids: Ids,
     ts_cache: (Vec<u8>, Ts),
     /// `count_tuples`'s buffer, reused.
@@ -293,6 +338,7 @@ impl<'o> Digester<'o> {
             line: 1,
             keys: KeyCache::default(),
             fp: Fingerprinter::new(),
+            fp_cache: FingerprintCache::default(),
             ids,
             ts_cache: (Vec::new(), Ts::from(b"")),
             scratch: Vec::new(),
@@ -405,8 +451,8 @@ impl<'o> Digester<'o> {
 
         // The class: first `max_classes` fingerprints of the range's kept events, the rest
         // `other`.
-        let fingerprint = self.fp.fingerprint(arg);
-        let fp_id = self.r.fingerprints.id(fingerprint);
+        let fp_id = self.fp_cache.id(arg, &mut self.fp, &mut self.r.fingerprints);
+        let fingerprint = self.r.fingerprints.get(fp_id);
         if fp_id as usize == self.r.class_of.len() {
             let kept = self.options.filters.and_then(|f| f.keep_class).is_none_or(|keep| keep(fingerprint));
             self.r.class_of.push(if kept { UNSEEN } else { DROPPED });

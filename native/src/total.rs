@@ -46,6 +46,11 @@ fn thaw(bytes: &[u8]) -> Class {
     postcard::from_bytes(bytes).expect("a frozen class decodes")
 }
 
+/// Fingerprints that name no kept class, lead or open run are forgotten once this many
+/// more of them (or as many as there are classes, if more) have piled up since the last
+/// time: distinct statements past `--max-classes` then cost no memory that grows with them.
+pub const FORGET_AFTER: usize = 16_384;
+
 /// No class: the fingerprint's events are counted in `other`.
 const NONE: u32 = u32::MAX;
 /// Malformed events kept with their place (`aggregate.MALFORMED_KEPT`).
@@ -107,6 +112,12 @@ pub struct Total {
     pub max_classes: usize,
     /// `FREEZE_ABOVE`, or another bound (tests and the fuzzer freeze everything: 0).
     pub freeze_above: usize,
+    /// `FORGET_AFTER`, or another (tests forget after every merge: 0).
+    pub forget_after: usize,
+    /// Fingerprints that named no class after the last forgetting.
+    unclassed_kept: usize,
+    /// Fingerprints forgotten so far (the core's own count of state it did not keep).
+    pub forgotten: u64,
 }
 
 /// A range's ids in the total's tables.
@@ -124,7 +135,7 @@ fn map_all(from: &Interner, to: &mut Interner) -> Vec<u32> {
 
 impl Total {
     pub fn new(max_classes: usize) -> Total {
-        Total { max_classes, freeze_above: FREEZE_ABOVE, ..Total::default() }
+        Total { max_classes, freeze_above: FREEZE_ABOVE, forget_after: FORGET_AFTER, ..Total::default() }
     }
 
     /// Add the next range of the input (aggregate.py `merge`, after `shift_lines`):
@@ -220,7 +231,80 @@ impl Total {
             self.last_db = r.last_db.map(|d| maps.texts[d as usize]);
         }
         self.cap_classes();
+        self.forget_fingerprints();
         self.freeze();
+    }
+
+    /// Forget the fingerprints nothing names any more (classes folded into `other`, and
+    /// fingerprints that never had a class): renumber the rest in their order and rewrite
+    /// every reference (classes, their leads, `other`'s leads, open runs). A fingerprint
+    /// seen again later is interned anew and, having no class either way, behaves as
+    /// before, so the digest is the same with or without forgetting (tests/total.rs).
+    fn forget_fingerprints(&mut self) {
+        let unclassed = self.fingerprints.len() - self.classes.len();
+        if unclassed < self.unclassed_kept + self.forget_after.max(self.classes.len()) {
+            return;
+        }
+        let mut used = vec![false; self.fingerprints.len()];
+        let mark_runs = |used: &mut Vec<bool>, runs: &Runs| runs.leads.iter().for_each(|l| used[l.0 as usize] = true);
+        let mark_class = |used: &mut Vec<bool>, c: &Class| {
+            mark_runs(used, &c.runs);
+            if let Some(s) = &c.single_runs {
+                mark_runs(used, s);
+            }
+        };
+        for (fp, slot) in &self.classes {
+            used[*fp as usize] = true;
+            mark_class(&mut used, &slot.get());
+        }
+        if let Some(o) = &self.other {
+            mark_class(&mut used, o);
+        }
+        for open in [&self.open_runs, &self.open_single] {
+            for run in open.whole.values().chain(open.heads.values()).chain(open.tails.values()) {
+                for fp in [run.key, run.lead].into_iter().flatten() {
+                    used[fp as usize] = true;
+                }
+            }
+        }
+        let mut fingerprints = Interner::default();
+        let map: Vec<u32> = (0..used.len())
+            .map(|i| if used[i] { fingerprints.id(self.fingerprints.get(i as u32)) } else { NONE })
+            .collect();
+        self.forgotten += (used.len() - fingerprints.len()) as u64;
+        self.fingerprints = fingerprints;
+        let remap_runs = |runs: &mut Runs| runs.leads.iter_mut().for_each(|l| l.0 = map[l.0 as usize]);
+        let remap_class = |c: &mut Class| {
+            remap_runs(&mut c.runs);
+            if let Some(s) = c.single_runs.as_mut() {
+                remap_runs(s);
+            }
+        };
+        self.class_of = vec![NONE; self.fingerprints.len()];
+        for (i, (fp, slot)) in self.classes.iter_mut().enumerate() {
+            *fp = map[*fp as usize];
+            self.class_of[*fp as usize] = i as u32;
+            match slot {
+                Slot::Live(c) => remap_class(c),
+                Slot::Frozen(bytes) => {
+                    let mut c = thaw(bytes);
+                    if !c.runs.leads.is_empty() || c.single_runs.as_ref().is_some_and(|s| !s.leads.is_empty()) {
+                        remap_class(&mut c);
+                        *bytes = postcard::to_stdvec(&c).expect("a class encodes").into_boxed_slice();
+                    }
+                }
+            }
+        }
+        if let Some(o) = self.other.as_mut() {
+            remap_class(o);
+        }
+        for open in [&mut self.open_runs, &mut self.open_single] {
+            for run in open.whole.values_mut().chain(open.heads.values_mut()).chain(open.tails.values_mut()) {
+                run.key = run.key.map(|k| map[k as usize]);
+                run.lead = run.lead.map(|k| map[k as usize]);
+            }
+        }
+        self.unclassed_kept = self.fingerprints.len() - self.classes.len();
     }
 
     /// Class `i`, in memory (thawed if frozen).

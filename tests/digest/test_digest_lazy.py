@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,7 +33,8 @@ RULES = DigestRuleOptions(target="mariadb-10.11")
 
 
 class CountingPartial:
-    """A ClassSource (either engine's) that counts class_at() calls: each is a class built."""
+    """A ClassSource (either engine's) that counts class_at() calls and the documents it
+    writes itself: each is a class built."""
 
     calls = 0
 
@@ -45,6 +47,12 @@ class CountingPartial:
     def class_at(self, index: int) -> ClassAgg:
         CountingPartial.calls += 1
         return self._source.class_at(index)  # type: ignore[no-any-return]
+
+    def class_json(self, keys: Any, frame: Any) -> Iterator[str | None]:
+        """A class the source writes as JSON itself (the core) is a class built too."""
+        for text in self._source.class_json(keys, frame):
+            CountingPartial.calls += text is not None
+            yield text
 
 
 def _digest(python: bool = False, **options: Any) -> Digest:

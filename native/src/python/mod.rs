@@ -332,6 +332,36 @@ impl PyTotal {
         Some(PyBytes::new(py, t.fingerprints.get(t.classes[index as usize].0)))
     }
 
+    /// The JSON class documents of classes `indexes` (packed native u32), as
+    /// govern/digest/document.py writes them with `json.dumps` (`crate::document`): None
+    /// for a class Python must build itself. `total_time` in micro-units, the window in
+    /// seconds, `sources` the inputs' names by file index.
+    fn class_json<'py>(
+        &self,
+        py: Python<'py>,
+        indexes: &[u8],
+        total_time: i128,
+        window_seconds: Option<f64>,
+        sources: Vec<Option<String>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let ctx = crate::document::Context { total_time, window_seconds, sources };
+        let list = PyList::empty(py);
+        let mut text = String::new();
+        for chunk in indexes.chunks_exact(4) {
+            let index = u32::from_ne_bytes(chunk.try_into().expect("4 bytes")) as usize;
+            if index >= self.inner.classes.len() {
+                return Err(PyIndexError::new_err("no such class"));
+            }
+            text.clear();
+            if crate::document::class_json(&self.inner, index, &ctx, &mut text) {
+                list.append(PyString::new(py, &text))?;
+            } else {
+                list.append(py.None())?;
+            }
+        }
+        Ok(list)
+    }
+
     fn class_at(&self, py: Python<'_>, index: usize) -> PyResult<ClassFigures> {
         let (fp, slot) = self.inner.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
         ClassFigures::new(py, &self.inner, Some(*fp), &slot.get(), &mut HashMap::new())
