@@ -64,7 +64,8 @@ def test_without_a_bucket_directory_it_says_where_buckets_go(tmp_path: Path) -> 
     result = govern("collect", str(log), "--once", "--state", str(tmp_path / "s.db"))
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        "govern: error: --to DIR: where the buckets go (one govern.digest file per bucket)"
+        "govern: error: --to DIR or --store URL: where the buckets go (govern.digest files,"
+        " or a history store)"
     ]
 
 
