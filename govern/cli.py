@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "schedule": "govern.schedulers.cli:schedule",
     "digest": "govern.commands.digest:digest",
     "collect": "govern.collect.cli:collect",
+    "regressions": "govern.commands.regressions:regressions",
     "throttle": "govern.throttle.cli:throttle",
 }
 

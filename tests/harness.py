@@ -415,7 +415,16 @@ class MariaDB:
             cur.execute("SET GLOBAL read_only = ON")
             cur.execute("SELECT MASTER_GTID_WAIT(%s, %s)", (position, timeout))
             if cur.fetchone()[0] != 0:
-                raise RuntimeError(f"the replica did not reach {position} in {timeout} s")
+                cur.execute("SHOW SLAVE STATUS")
+                names = [d[0] for d in cur.description]
+                status = dict(zip(names, cur.fetchone() or (), strict=False))
+                errors = {
+                    k: status.get(k) for k in ("Last_IO_Error", "Last_SQL_Error") if status.get(k)
+                }
+                raise RuntimeError(
+                    f"the replica did not reach {position} in {timeout} s"
+                    + (f": {errors}" if errors else "")
+                )
         conn.close()  # type: ignore[attr-defined]
 
 

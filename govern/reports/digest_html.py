@@ -38,8 +38,10 @@ def digest_report(
     top: int = 20,
     title: str | None = None,
     generated_at: datetime | None = None,
+    trends: Markup | None = None,
 ) -> str:
-    """The HTML page for a digest: classes in the digest's order (by total time)."""
+    """The HTML page for a digest: classes in the digest's order (by total time); over a
+    history store, ``trends`` (govern/reports/trends_html.py) after the load chart."""
     ranked = sorted(digest.classes, key=lambda c: (-c.total_time, c.id))
     shown, rest = ranked[:top], ranked[top:]
     page = Page(
@@ -50,6 +52,8 @@ def digest_report(
     windows = _in_span(of_hosts(windows, digest.hosts), digest)
     page.add("summary", "Summary", _summary(digest, ranked))
     page.add("load", "Load over time", _load(digest, windows))
+    if trends is not None:
+        page.add("trends", "Trends", trends)
     page.add(
         "top",
         f"Top {len(shown)} classes by total time",

@@ -10,9 +10,10 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 from govern.digest.checks import input_warnings, order_warning
 from govern.digest.document import build_document, limit_classes
@@ -28,6 +29,7 @@ from govern.errors import UsageError
 from govern.output import info, print_json, warn
 
 if TYPE_CHECKING:
+    from govern.html.markup import Markup
     from govern.reports.compare import Comparison
     from govern.rules.digest import DigestRuleOptions
 
@@ -170,7 +172,43 @@ def digest_store(
     if not digest.store or not digest.store.get("hosts"):
         where = f" of hosts matching {hosts!r}" if hosts else ""
         warn(f"{store.url}: no buckets{where} between {since} and {until}")
-    return render_digest(digest, report, rules, stream)
+
+    def trends(model: Report) -> Markup:
+        """The page's Trends: the whole server and its top classes, hour by hour."""
+        from govern.history.trends import trends as read_trends
+        from govern.reports.trends_html import TREND_CLASSES, marks, trends_section
+
+        top = sorted(model.classes, key=lambda c: (-c.total_time, c.id))[:TREND_CLASSES]
+        titles = [
+            (c.id, f"{rank}. {c.id[-16:]} {c.fingerprint[:100]}") for rank, c in enumerate(top, 1)
+        ]
+        again = open_store(url)
+        try:
+            found = read_trends(again, low, high, titles, hosts=hosts)
+        finally:
+            again.close()
+        return trends_section(found, marks(*_runs_and_nights(report.state_path)))
+
+    return render_digest(digest, report, rules, stream, trends=trends)
+
+
+#: Schedule nights read for the trend charts (newest first).
+NIGHTS = 1000
+
+
+def _runs_and_nights(state_path: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every ``govern run`` job and schedule night of the state file, as their features'
+    documents (none without a state file: reading never creates one)."""
+    from govern.schedulers.history import History
+    from govern.state import StateStore, default_state_path
+    from govern.wrappers import journal
+    from govern.wrappers.status import runs_json
+
+    target = Path(state_path) if state_path else default_state_path()
+    if not target.is_file():
+        return [], []
+    with StateStore.open(target) as store:
+        return runs_json(store, journal.history(store)), list(History(store).nights(limit=NIGHTS))
 
 
 def render_digest(
@@ -179,9 +217,12 @@ def render_digest(
     rules: DigestRuleOptions | None,
     stream: IO[str] | None = None,
     tables: PtTables | None = None,
+    *,
+    trends: Callable[[Report], Markup] | None = None,
 ) -> int:
     """Run the rules over a digest, fill pt's tables (``tables``) and write its report;
-    the exit code as :func:`digest_logs`'s.
+    the exit code as :func:`digest_logs`'s. ``trends`` makes the html page's Trends section
+    (over a store).
 
     The document's classes are built one at a time, as the rules and the report read
     them (each pass builds them again): no moment holds every class document."""
@@ -214,7 +255,8 @@ def render_digest(
 
         recorded = windows_from_history(recorded_history(report.state_path), "state file")
         windows = recorded + load_windows(report.window_files)
-        write_page(digest_report(model, windows=windows, top=top), report.output)
+        section = trends(model) if trends is not None else None
+        write_page(digest_report(model, windows=windows, top=top, trends=section), report.output)
     elif report.output_format == "md":
         from govern.reports import markdown
 

@@ -51,6 +51,10 @@ ALLOWED = {
     ("govern.reports.digest_run", "history"): "govern digest --store reads the history store",
     ("collect", "history"): "govern collect --store writes closed buckets into the history store",
     ("govern.reports.digest_run", "wrappers"): "the run feature hands its blind windows and holds",
+    ("govern.reports.digest_run", "schedulers"): "the scheduler hands its nights, drawn on the "
+    "store's trends",
+    ("govern.reports.trends_html", "history"): "draws the history store's trends (its model)",
+    ("govern.reports.regressions", "history"): "renders govern regressions' findings (its model)",
     ("collect", "digest"): "the collector feeds the digest engines and writes digest documents",
     ("history", "digest"): "the history store merges and reports digest aggregates",
     ("doctor", "govern.collect.readiness"): "doctor says whether collect's sources are readable",

@@ -27,6 +27,7 @@ from tests.docs.support import (
     schema,
 )
 from tests.harness import MariaDB
+from tests.history.generated import UNTIL, fill
 from tests.paths import REPO
 
 EXAMPLE_LOG = REPO / "examples" / "mariadb-slow.log"
@@ -206,6 +207,16 @@ def test_every_contract_is_kept_by_a_document_govern_prints(
             "--json",
         ),
     ]
+
+    history = tmp_path / "history.db"
+    fill(history, slowed={"db2"})
+    documents.append(
+        printed(
+            *("regressions", "--store", f"sqlite:{history}", "--until", f"{UNTIL:%Y-%m-%d %H:%M}"),
+            *("--format", "json"),
+            exit_codes=(1,),
+        )
+    )
 
     seen = {d.get("schema", "SARIF") for d in documents}
     assert seen >= set(names()), f"no document printed for {sorted(set(names()) - seen)}"

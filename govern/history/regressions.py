@@ -1,0 +1,431 @@
+"""Regressions: what a window (the last 24 hours) does worse than its baseline (the 7 days
+before), per host and fleet-wide.
+
+The judgement is pure: two merged :class:`Report` objects and how many hours of data each
+covers go in, :class:`Regression` objects come out (:func:`judge`); :func:`first_crossing`
+finds, in a class's series, the first step of the window where the figure crossed. Only
+:func:`find_regressions` reads a store.
+
+Rules (docs/regressions.md): a class is *new* when the baseline never saw it and the window
+counts at least ``min_count`` events; *slower* when its p95 or p99 grew by ``factor`` and by
+at least ``min_time`` seconds (both sides with ``min_count`` events: percentiles of a handful
+of events are noise), or its total time per hour of data grew by ``factor`` and by at least
+``min_count × min_time`` over the window; its *plan changed* when the EXPLAIN of its worst
+sample (govern collect --explain-on) shows a full scan the baseline's did not, or another key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from govern import units
+from govern.digest.report import Report, ReportClass
+from govern.history.model import Point
+from govern.history.store import HistoryStore
+
+SCHEMA = "govern.regressions"
+SCHEMA_VERSION = 1
+#: The kinds of finding, in the order reports list them.
+KINDS = ("new", "p95", "p99", "total_time", "plan")
+STEP = 3600  # "the hour it changed"
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What counts as a regression (defaults documented in docs/regressions.md)."""
+
+    factor: float = 2.0
+    min_count: int = 20
+    min_time: float = 0.010  # seconds
+
+    @property
+    def min_total(self) -> float:
+        """Added total time that counts: ``min_count`` calls each ``min_time`` slower."""
+        return self.min_count * self.min_time
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor,
+            "min_count": self.min_count,
+            "min_time_s": self.min_time,
+        }
+
+
+@dataclass(frozen=True)
+class Side:
+    """A class's figures over the baseline or the window."""
+
+    count: int
+    total: float
+    per_hour: float  # total time per hour of data
+    p95: float | None
+    p99: float | None
+    plan: list[dict[str, Any]] | None  # the worst sample's EXPLAIN, per table
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "total_s": round(self.total, 6),
+            "per_hour_s": round(self.per_hour, 6),
+            "p95_s": _round(self.p95),
+            "p99_s": _round(self.p99),
+            "plan": self.plan,
+        }
+
+
+@dataclass
+class Regression:
+    """One class that got worse on one host (or fleet-wide: ``host`` None)."""
+
+    host: str | None
+    id: str
+    fingerprint: str
+    kinds: list[str]
+    reasons: list[str]
+    baseline: Side | None
+    window: Side
+    hosts: list[str] = field(default_factory=list)  # fleet-wide: where it regressed, or costs
+    changed_at: datetime | None = None  # start of the first step where it crossed
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scope": "fleet" if self.host is None else "host",
+            "host": self.host,
+            "hosts": self.hosts,
+            "id": self.id,
+            "fingerprint": self.fingerprint,
+            "kinds": self.kinds,
+            "reasons": self.reasons,
+            "changed_at": _time(self.changed_at),
+            "baseline": None if self.baseline is None else self.baseline.to_json(),
+            "window": self.window.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class Span:
+    """[since, until) and the hours in it that have data."""
+
+    since: datetime
+    until: datetime
+    hours: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"since": _time(self.since), "until": _time(self.until), "hours": self.hours}
+
+
+@dataclass
+class Outcome:
+    """Everything ``govern regressions`` found, per host then fleet-wide."""
+
+    store: str
+    baseline: Span
+    window: Span
+    rules: Rules
+    hosts: list[str]
+    pattern: str | None
+    regressions: list[Regression]
+    #: hosts left out, and why: no bucket in the baseline (collecting began in the window)
+    #: or none in the window (the collector stopped)
+    not_judged: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def per_host(self) -> list[Regression]:
+        return [r for r in self.regressions if r.host is not None]
+
+    @property
+    def fleet(self) -> list[Regression]:
+        return [r for r in self.regressions if r.host is None]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        found = {kind: 0 for kind in KINDS}
+        for regression in self.per_host:
+            for kind in regression.kinds:
+                found[kind] += 1
+        return {"regressions": len(self.per_host), "fleet": len(self.fleet)} | found
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "store": self.store,
+            "host_pattern": self.pattern,
+            "hosts": self.hosts,
+            "not_judged": [
+                {"host": host, "reason": reason} for host, reason in self.not_judged.items()
+            ],
+            "baseline": self.baseline.to_json(),
+            "window": self.window.to_json(),
+            "rules": self.rules.to_json(),
+            "counts": self.counts,
+            "regressions": [r.to_json() for r in self.regressions],
+        }
+
+
+# --- the judgement ---------------------------------------------------------------------------
+
+
+def side(cls: ReportClass, hours: float) -> Side:
+    stat = cls.query_time
+    plan = cls.sample.plan if cls.sample is not None else None
+    tables = None
+    if plan:
+        tables = [
+            {name: table.get(name) for name in ("table", "access", "key", "rows")}
+            for table in plan.get("tables") or ()
+        ]
+    return Side(
+        count=cls.count,
+        total=cls.total_time,
+        per_hour=cls.total_time / hours if hours > 0 else 0.0,
+        p95=stat.p95,
+        p99=stat.p99,
+        plan=tables,
+    )
+
+
+def judge(
+    baseline: Report,
+    window: Report,
+    *,
+    baseline_hours: float,
+    window_hours: float,
+    rules: Rules,
+    host: str | None,
+) -> list[Regression]:
+    """The classes of ``window`` that regressed against ``baseline``, costliest first."""
+    before = {cls.key: cls for cls in baseline.classes}
+    found: list[Regression] = []
+    for cls in window.classes:
+        if cls.count < rules.min_count or not cls.id:
+            continue
+        now = side(cls, window_hours)
+        was_class = before.get(cls.key)
+        if was_class is None or was_class.count == 0:
+            found.append(
+                Regression(
+                    host,
+                    cls.id,
+                    cls.fingerprint,
+                    ["new"],
+                    [f"new: {units.count(cls.count, 'grouped')} events, not in the baseline"],
+                    None,
+                    now,
+                )
+            )
+            continue
+        was = side(was_class, baseline_hours)
+        kinds, reasons = _slower(was, now, rules, window_hours)
+        plan = plan_change(was.plan, now.plan)
+        if plan:
+            kinds.append("plan")
+            reasons += plan
+        if kinds:
+            found.append(Regression(host, cls.id, cls.fingerprint, kinds, reasons, was, now))
+    found.sort(key=lambda r: (-(r.window.total - (r.baseline.total if r.baseline else 0)), r.id))
+    return found
+
+
+def _slower(was: Side, now: Side, rules: Rules, window_hours: float) -> tuple[list[str], list[str]]:
+    kinds: list[str] = []
+    reasons: list[str] = []
+    if was.count >= rules.min_count:
+        for kind, old, new in (("p95", was.p95, now.p95), ("p99", was.p99, now.p99)):
+            if rose(old, new, rules.factor, rules.min_time):
+                assert old is not None and new is not None
+                kinds.append(kind)
+                reasons.append(f"{kind} {_times(old, new)}")
+    added = (now.per_hour - was.per_hour) * window_hours
+    if rose(was.per_hour, now.per_hour, rules.factor, 0.0) and added >= rules.min_total:
+        kinds.append("total_time")
+        reasons.append(f"total time per hour {_times(was.per_hour, now.per_hour)}")
+    return kinds, reasons
+
+
+def rose(old: float | None, new: float | None, factor: float, min_delta: float) -> bool:
+    """``new`` is at least ``factor`` times ``old`` and ``min_delta`` above it."""
+    if old is None or new is None:
+        return False
+    return new >= old * factor and new - old >= min_delta and new > old
+
+
+def _times(old: float, new: float) -> str:
+    ratio = f"×{new / old:,.1f}" if old > 0 else "from zero"
+    return f"{units.duration(old, 'spaced')} → {units.duration(new, 'spaced')} ({ratio})"
+
+
+def plan_change(
+    before: Sequence[Mapping[str, Any]] | None, after: Sequence[Mapping[str, Any]] | None
+) -> list[str]:
+    """What changed between two EXPLAIN summaries: a full scan appeared, a key changed.
+    Nothing when either side has no plan (the class was not explained)."""
+    if not before or not after:
+        return []
+    was = {table.get("table"): table for table in before}
+    changes = []
+    for table in after:
+        name = table.get("table")
+        old = was.get(name)
+        if old is None:
+            continue
+        if table.get("access") == "ALL" and old.get("access") != "ALL":
+            key = f" on key {old['key']}" if old.get("key") else ""
+            changes.append(f"plan: full scan of {name} appeared (was {old.get('access')}{key})")
+        elif old.get("key") != table.get("key"):
+            changes.append(
+                f"plan: key of {name} changed ({old.get('key') or 'none'} →"
+                f" {table.get('key') or 'none'})"
+            )
+    return changes
+
+
+def first_crossing(
+    points: Iterable[Point], regression: Regression, rules: Rules, step: int = STEP
+) -> datetime | None:
+    """Start of the first step of the window whose own figures cross the rule that
+    ``regression`` broke (new: the first step with events); None when no single step does."""
+    was = regression.baseline
+    for point in points:
+        if point.count == 0:
+            continue
+        if was is None:
+            return point.start
+        for kind in regression.kinds:
+            if kind == "p95" and rose(was.p95, point.p95, rules.factor, rules.min_time):
+                return point.start
+            if kind == "p99" and rose(was.p99, point.p99, rules.factor, rules.min_time):
+                return point.start
+            if kind == "total_time" and rose(
+                was.per_hour * step / 3600, point.query_time, rules.factor, 0.0
+            ):
+                return point.start
+    return None
+
+
+# --- over a store ----------------------------------------------------------------------------
+
+
+def find_regressions(
+    store: HistoryStore,
+    *,
+    baseline: timedelta,
+    window: timedelta,
+    until: datetime,
+    pattern: str | None = None,
+    rules: Rules | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> Outcome:
+    """Each host's window against its own baseline, then the fleet's (with more than one
+    host), each regression with the hour it changed. ``progress(host, hosts)`` is called as
+    each host's judgement begins."""
+    rules = rules or Rules()
+    window_since = until - window
+    baseline_since = window_since - baseline
+    hosts = store.hosts(baseline_since, until, pattern)
+    found: list[Regression] = []
+    spans: list[tuple[Span, Span]] = []
+    not_judged: dict[str, str] = {}
+    for host in hosts:
+        if progress:
+            progress(host, len(hosts))
+        before_span, after_span = _spans(store, baseline_since, window_since, until, host=host)
+        spans.append((before_span, after_span))
+        if not before_span.hours or not after_span.hours:
+            # without a baseline every class would be "new"; without a window, nothing ran
+            not_judged[host] = "no bucket in the " + (
+                "baseline" if not before_span.hours else "window"
+            )
+            continue
+        regressions = judge(
+            store.report(baseline_since, window_since, host=host),
+            store.report(window_since, until, host=host),
+            baseline_hours=before_span.hours,
+            window_hours=after_span.hours,
+            rules=rules,
+            host=host,
+        )
+        for regression in regressions:
+            regression.hosts = [host]
+            regression.changed_at = first_crossing(
+                store.series(window_since, until, step=STEP, host=host, class_id=regression.id),
+                regression,
+                rules,
+            )
+        found += regressions
+    if len(hosts) - len(not_judged) > 1:
+        fleet = _fleet(store, baseline_since, window_since, until, pattern, rules, found)
+        # a class only hosts without a baseline run is theirs, not the fleet's news
+        found += [r for r in fleet if not r.hosts or not set(r.hosts) <= not_judged.keys()]
+    if spans and len(hosts) == 1:
+        baseline_span, window_span = spans[0]
+    else:
+        baseline_span, window_span = _spans(
+            store, baseline_since, window_since, until, hosts=pattern
+        )
+    return Outcome(store.url, baseline_span, window_span, rules, hosts, pattern, found, not_judged)
+
+
+def _fleet(
+    store: HistoryStore,
+    baseline_since: datetime,
+    window_since: datetime,
+    until: datetime,
+    pattern: str | None,
+    rules: Rules,
+    per_host: list[Regression],
+) -> list[Regression]:
+    before_span, after_span = _spans(store, baseline_since, window_since, until, hosts=pattern)
+    glob = pattern or "*"
+    window = store.report(window_since, until, hosts=glob)
+    regressions = judge(
+        store.report(baseline_since, window_since, hosts=glob),
+        window,
+        baseline_hours=before_span.hours,
+        window_hours=after_span.hours,
+        rules=rules,
+        host=None,
+    )
+    where: dict[str, list[str]] = {}
+    for regression in per_host:
+        assert regression.host is not None
+        where.setdefault(regression.id, []).append(regression.host)
+    costs = {cls.id: [share.host for share in cls.top_hosts] for cls in window.classes}
+    for regression in regressions:
+        regression.hosts = where.get(regression.id) or costs.get(regression.id, [])
+        regression.changed_at = first_crossing(
+            store.series(window_since, until, step=STEP, hosts=glob, class_id=regression.id),
+            regression,
+            rules,
+        )
+    return regressions
+
+
+def _spans(
+    store: HistoryStore,
+    since: datetime,
+    middle: datetime,
+    until: datetime,
+    *,
+    host: str | None = None,
+    hosts: str | None = None,
+) -> tuple[Span, Span]:
+    """[since, middle) and [middle, until) with the hours of each that have data: total time
+    is compared per hour of data, so a store that started collecting three days ago is not
+    judged on seven (one series read for both)."""
+    points = store.series(since, until, step=STEP, host=host, hosts=hosts or None)
+    before = sum(1 for point in points if point.count > 0 and point.start < middle)
+    after = sum(1 for point in points if point.count > 0 and point.start >= middle)
+    return Span(since, middle, float(before)), Span(middle, until, float(after))
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _time(value: datetime | None) -> str | None:
+    return None if value is None else value.strftime(TIME_FORMAT)
