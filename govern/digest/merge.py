@@ -64,7 +64,7 @@ def partial_of(document: Mapping[str, Any]) -> tuple[Partial, list[Source]]:
     names = {s.name: index for index, s in enumerate(sources)}
     partial = Partial()
     for item in document["classes"]:
-        agg = _class(item, names)
+        agg = item if isinstance(item, ClassAgg) else _class(item, names)
         mine = partial.classes.get(agg.fingerprint)
         if mine is None:
             partial.classes[agg.fingerprint] = agg
@@ -90,7 +90,13 @@ def partial_of(document: Mapping[str, Any]) -> tuple[Partial, list[Source]]:
     return partial, sources
 
 
-def _class(item: Mapping[str, Any], names: dict[str, int], other: bool = False) -> ClassAgg:
+def class_of_document(item: Mapping[str, Any], names: Mapping[str, int]) -> ClassAgg:
+    """One class document as an aggregate (govern/history reads stored classes with it);
+    ``names`` maps input names to their indexes."""
+    return _class(item, names)
+
+
+def _class(item: Mapping[str, Any], names: Mapping[str, int], other: bool = False) -> ClassAgg:
     state = item["state"]
     raw = state.get("fingerprint_hex")
     fingerprint = b"" if other else bytes.fromhex(raw) if raw else item["fingerprint"].encode()

@@ -17,6 +17,7 @@ from typing import Any
 from govern.digest.aggregate import Partial, merge
 from govern.digest.merge import partial_of
 from govern.digest.result import Digest, Source
+from govern.history.rows import decode_class
 
 #: Classes a roll-up keeps apart before folding the rest into ``other`` (a report then
 #: keeps its own --max-classes).
@@ -45,9 +46,14 @@ class Merger:
         self.partial = Partial(ts_seen=True, db_seen=True)
         self.sources: list[Source] = []
 
-    def add(self, meta: Mapping[str, Any], classes: Iterable[Mapping[str, Any]]) -> None:
+    def add(self, meta: Mapping[str, Any], classes: Iterable[bytes | Mapping[str, Any]]) -> None:
+        """One unit: its meta and its classes, as stored state blobs (either form) or
+        class documents."""
         document = dict(meta)
-        document["classes"] = classes
+        names = {item["name"]: index for index, item in enumerate(meta.get("inputs") or [])}
+        document["classes"] = [
+            decode_class(item, names) if isinstance(item, bytes) else item for item in classes
+        ]
         document["inputs"] = meta.get("inputs") or []
         document["unreported"] = meta.get("unreported") or []
         document["malformed"] = meta.get("malformed") or []

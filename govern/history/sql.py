@@ -472,7 +472,7 @@ class SqlStore:
         selected: list[str],
         fleet: bool,
         shares: dict[str, dict[str, list[int]]],
-    ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    ) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
         """(meta, class documents) of every unit the window reads; ``shares`` gets each
         class's count and time per host."""
         if not selected:
@@ -572,7 +572,7 @@ class SqlStore:
 
     def _block_unit(
         self, day: str, span: int, shares: dict[str, dict[str, list[int]]]
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    ) -> tuple[dict[str, Any], list[bytes]]:
         ((meta,),) = self.run(
             "SELECT meta FROM history_fleet_blocks WHERE day = ? AND span = ?", (day, span)
         )
@@ -593,7 +593,7 @@ class SqlStore:
 
     def _fleet_unit(
         self, day: str, shares: dict[str, dict[str, list[int]]]
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    ) -> tuple[dict[str, Any], list[bytes]]:
         ((meta,),) = self.run("SELECT meta FROM history_fleet_days WHERE day = ?", (day,))
         rows = self.run(
             "SELECT class_id, state, hosts FROM history_fleet_classes WHERE day = ?", (day,)
@@ -603,10 +603,10 @@ class SqlStore:
     @staticmethod
     def _fleet_classes(
         rows: Sequence[tuple[Any, ...]], shares: dict[str, dict[str, list[int]]]
-    ) -> list[dict[str, Any]]:
+    ) -> list[bytes]:
         classes = []
         for class_id, state, hosts in rows:
-            classes.append(unpack(state))
+            classes.append(bytes(state))
             mine = shares.setdefault(str(class_id), {})
             for name, (count, micro) in unpack(hosts).items():
                 slot = mine.get(name)
@@ -619,7 +619,7 @@ class SqlStore:
 
     def _day_unit(
         self, host: str, day: str, shares: dict[str, dict[str, list[int]]]
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    ) -> tuple[dict[str, Any], list[bytes]]:
         ((meta,),) = self.run(
             "SELECT meta FROM history_days WHERE host = ? AND day = ?", (host, day)
         )
@@ -632,7 +632,7 @@ class SqlStore:
 
     def _bucket_units(
         self, host: str, low: str, high: str, shares: dict[str, dict[str, list[int]]]
-    ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    ) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
         metas = self.run(
             "SELECT start, meta FROM history_buckets WHERE host = ? AND start >= ? AND start < ?"
             " ORDER BY start",
@@ -653,10 +653,10 @@ class SqlStore:
     @staticmethod
     def _classes(
         host: str, rows: Sequence[tuple[Any, ...]], shares: dict[str, dict[str, list[int]]]
-    ) -> list[dict[str, Any]]:
+    ) -> list[bytes]:
         classes = []
         for class_id, count, micro, state in rows:
-            classes.append(unpack(state))
+            classes.append(bytes(state))
             slot = shares.setdefault(str(class_id), {}).get(host)
             if slot is None:
                 shares[str(class_id)][host] = [int(count), int(micro)]
