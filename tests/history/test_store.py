@@ -18,6 +18,7 @@ import pytest
 from govern import sketch
 from govern.digest.document import full_document
 from govern.errors import ServerError, UsageError
+from govern.history import rows
 from govern.history.mysql import MysqlStore, parse_url
 from govern.history.sql import MIGRATIONS, SqlStore
 from govern.history.sqlite import SqliteStore
@@ -74,6 +75,32 @@ def test_merged_buckets_equal_a_digest_of_the_raw_log(
             }
         ]
     assert merged["store"] == {"url": store.url, "hosts": ["db1"], "host_filter": None}
+
+
+def test_class_states_of_the_older_json_form_still_read(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...]
+) -> None:
+    """States written by a govern before the binary form (zlib JSON of the class document)
+    merge to the same digest as the binary ones, mixed in one store."""
+    for document in buckets:
+        store.write("db1", document["collect"]["bucket"]["start"], document)
+    binary = full_document(store.digest(*WIDE))
+    starts = [d["collect"]["bucket"]["start"] for d in buckets]
+    for document in buckets[::2]:  # every other bucket back to the JSON form
+        start = store.run(
+            "SELECT start FROM history_buckets WHERE host = ? AND start = ?",
+            ("db1", document["collect"]["bucket"]["start"]),
+        )[0][0]
+        for item in document["classes"]:
+            older = rows.pack({key: item[key] for key in rows.CLASS_KEYS if key in item})
+            store.run(
+                "UPDATE history_classes SET state = ? WHERE host = ? AND start = ? AND class_id = ?",
+                (older, "db1", start, item["id"]),
+            )
+    assert len(starts) >= 2
+    kinds = {bytes(s)[:1] for (s,) in store.run("SELECT state FROM history_classes")}
+    assert kinds == {rows.STATE_V1, b"\x78"}
+    assert full_document(store.digest(*WIDE)) == binary
 
 
 def test_a_bucket_written_twice_is_one_bucket(
