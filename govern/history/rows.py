@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import marshal
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,8 @@ from govern import sketch
 from govern.digest.aggregate import ClassAgg, Fit, Metric, Runs, Sample
 from govern.digest.document import build_document
 from govern.digest.merge import class_of_document
-from govern.digest.result import Digest
+from govern.digest.result import Digest, Source
+from govern.fingerprint import query_id
 
 #: What partial_of reads of a class document (govern/digest/merge.py, ``_class``).
 CLASS_KEYS = (
@@ -71,11 +72,15 @@ def _runs_of(value: tuple[Any, ...]) -> Runs:
 
 
 def encode_class(item: Mapping[str, Any]) -> bytes:
-    """A class document's state in the binary form: what partial_of makes of it, with the
-    sample's input kept by name (its index is the reader's)."""
-    agg = class_of_document(item, {})
+    """A class document's state in the binary form (what partial_of makes of it)."""
+    sample = item.get("sample")
+    return encode_agg(class_of_document(item, {}), None if sample is None else sample["file"])
+
+
+def encode_agg(agg: ClassAgg, sample_file: str | None) -> bytes:
+    """An aggregate's state in the binary form; its sample's input is kept by name
+    (``sample_file``, None if unknown: an index is the reader's)."""
     sample = agg.sample
-    document_sample = item.get("sample")
     value = (
         agg.fingerprint,
         agg.count,
@@ -90,7 +95,7 @@ def encode_class(item: Mapping[str, Any]) -> bytes:
         agg.servers,
         agg.histogram,
         None
-        if sample is None or document_sample is None
+        if sample is None
         else (
             sample.query_time,
             sample.query,
@@ -98,7 +103,7 @@ def encode_class(item: Mapping[str, Any]) -> bytes:
             sample.db,
             sample.user,
             sample.host,
-            document_sample["file"],
+            sample_file,
             sample.line,
             sample.truncated,
             None if sample.plan is None else json.dumps(sample.plan, ensure_ascii=False),
@@ -223,14 +228,50 @@ def bucket_rows(document: Mapping[str, Any]) -> BucketRows:
     )
 
 
+def _file_name(sources: Sequence[Source], sample: Sample | None) -> str | None:
+    """The name of a sample's input, as its class document gives it."""
+    if sample is None or sample.file >= len(sources):
+        return None
+    return sources[sample.file].name
+
+
 def digest_rows(digest: Digest) -> BucketRows:
-    """The rows of a merged digest (a roll-up): only what the rows keep of each class is
-    built (its state), not the figures for people that a class document adds (8% of a
-    host-day's roll-up went to them)."""
+    """The rows of a merged digest (a roll-up): each class's state is encoded from its
+    aggregate, with no class document built (the document gives the meta only)."""
     document = build_document(digest)
-    document["classes"] = document["classes"].views()
     document["unreported"] = list(document["unreported"])
-    return bucket_rows(document)
+    partial, sources = digest.partial, digest.sources
+    rows = []
+    total: dict[int, int] = {}
+    for key in digest.ranked():
+        agg = partial.class_at(key.index)
+        metric = agg.metrics.get("Query_time")
+        qt_sum, qt_max, buckets = (
+            (0, 0, {}) if metric is None else (metric.total, metric.high, metric.buckets)
+        )
+        sketch.merge_into(total, buckets)
+        sample = agg.sample
+        rows.append(
+            ClassRow(
+                query_id(key.fingerprint),
+                agg.count,
+                qt_sum,
+                qt_max,
+                pack(sketch.to_pairs(buckets)) if buckets else None,
+                encode_agg(agg, _file_name(sources, sample)),
+            )
+        )
+    other = partial.other
+    if other is not None and "Query_time" in other.metrics:
+        sketch.merge_into(total, other.metrics["Query_time"].buckets)
+    totals = document["totals"]
+    return BucketRows(
+        events=int(totals["events"]),
+        query_time=round(float(totals["query_time"]) * 1_000_000),
+        qt_sketch=pack(sketch.to_pairs(total)) if total else None,
+        meta=pack({key: document.get(key) for key in META_KEYS}),
+        classes=rows,
+    )
 
 
 def sketch_of(blob: bytes | None) -> dict[int, int]:
