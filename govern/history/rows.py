@@ -114,7 +114,7 @@ def encode_agg(agg: ClassAgg, sample_file: str | None) -> bytes:
         agg.texts,
         (agg.fit.n, agg.fit.sx, agg.fit.sy, agg.fit.sxx, agg.fit.sxy),
     )
-    return STATE_V1 + zlib.compress(marshal.dumps(value), 6)
+    return STATE_V1 + zlib.compress(marshal.dumps(value, 4), 6)
 
 
 def decode_class(blob: bytes, names: Mapping[str, int]) -> ClassAgg:
