@@ -1,14 +1,14 @@
 """A bucket document as store rows, and rows back: compact blobs beside plain figures.
 
 A class row keeps the figures a query filters or sums on as columns (count, total and
-largest Query_time in microseconds) and everything a merge needs in one zlib-compressed
-JSON blob: exactly what :func:`govern.digest.merge.partial_of` reads of a class, no
-figures for people (percentiles are recomputed from the merged sketches). The Query_time
+largest Query_time in microseconds) and everything a merge needs in one blob, the
+class's aggregate (its ``state``), no figures for people (percentiles are recomputed from
+the merged sketches). The Query_time
 sketch is also kept apart, so a series of one class reads a few hundred bytes a bucket.
 What is not a class (inputs, totals, timeline, ``other``, ``unreported``, malformed
 events) is the bucket's ``meta`` blob.
 
-A class state is written in a binary form (:func:`encode_class`): the aggregate's own
+The state is written in a binary form (:func:`encode_agg`): the aggregate's own
 figures as plain tuples, dicts and sets of ints and strings, ``marshal``-ed and
 zlib-compressed behind a version byte. Reading it back is a C-level load with nothing to
 parse (no JSON, no sketch pairs rebuilt, no hex hashes), which was 57% of a roll-up's
@@ -32,7 +32,8 @@ from govern.digest.merge import class_of_document
 from govern.digest.result import Digest, Source
 from govern.fingerprint import query_id
 
-#: What partial_of reads of a class document (govern/digest/merge.py, ``_class``).
+#: What partial_of reads of a class document (govern/digest/merge.py, ``_class``): the
+#: older JSON form of a class state, still read (tests write it to check that).
 CLASS_KEYS = (
     "id",
     "fingerprint",
