@@ -40,7 +40,7 @@ class ClassFigures:
     ``sample``, ``fingerprint``), the costly parts computed on first use."""
 
     __slots__ = ("_fingerprint", "_plan", "_plan_read", "_read", "_sketch", "_stat",
-                 "count", "id", "micro", "qt_max", "rows", "worst", "worst_order")  # fmt: skip
+                 "blobs", "count", "id", "merged", "micro", "qt_max", "rows", "worst", "worst_order")  # fmt: skip
 
     def __init__(self, class_id: str, read: StateReader) -> None:
         self.id = class_id
@@ -48,6 +48,8 @@ class ClassFigures:
         self.micro = 0
         self.qt_max = -1
         self.rows: list[tuple[Ref, bytes | None, int]] = []  # (where, sketch blob, count)
+        self.blobs: list[bytes | None] = []  # Query_time sketches not merged yet
+        self.merged: list[dict[int, int]] = []  # hosts' sketches, already merged
         self.worst: Ref | None = None
         self.worst_order: tuple[Any, ...] = ()
         self._read = read
@@ -70,14 +72,20 @@ class ClassFigures:
         self.count += count
         self.micro += micro
         self.rows.append((ref, blob, count))
+        self.blobs.append(blob)
         if qt_max > self.qt_max or (qt_max == self.qt_max and order > self.worst_order):
             self.qt_max, self.worst, self.worst_order = qt_max, ref, order
 
     def absorb(self, other: ClassFigures) -> None:
-        """Another host's figures of the class (the fleet)."""
+        """Another host's figures of the class (the fleet): its sketch merged once, reused."""
         self.count += other.count
         self.micro += other.micro
         self.rows += other.rows
+        if other._sketch is not None:
+            self.merged.append(other._sketch)
+        else:
+            self.merged += other.merged
+            self.blobs += other.blobs
         if other.worst is not None and (
             other.qt_max > self.qt_max
             or (other.qt_max == self.qt_max and other.worst_order > self.worst_order)
@@ -129,9 +137,12 @@ class ClassFigures:
     def merged_sketch(self) -> dict[int, int]:
         if self._sketch is None:
             merged: dict[int, int] = {}
-            for _, blob, _ in self.rows:
-                if blob is not None:
-                    sketch.merge_into(merged, sketch_of(blob))
+            for part in self.merged:
+                sketch.merge_into(merged, part)
+            for blob in self.blobs:
+                if blob is not None:  # [[key, count], …] (rows.py), added in place
+                    for key, count in unpack(blob):
+                        merged[key] = merged.get(key, 0) + count
             self._sketch = merged
         return self._sketch
 
