@@ -1,9 +1,10 @@
 """Regressions: what a window (the last 24 hours) does worse than its baseline (the 7 days
 before), per host and fleet-wide.
 
-The judgement is pure: two merged :class:`Report` objects and how many hours of data each
-covers go in, :class:`Regression` objects come out (:func:`judge`); :func:`first_crossing`
-finds, in a class's series, the first step of the window where the figure crossed. Only
+The judgement is pure: the classes of two spans (merged reports, or the store's lean figures
+of govern/history/figures.py) and how many hours of data each covers go in,
+:class:`Regression` objects come out (:func:`judge`); :func:`first_crossing` finds, in a
+class's series, the first step of the window where the figure crossed. Only
 :func:`find_regressions` reads a store.
 
 Rules (docs/regressions.md): a class is *new* when the baseline never saw it and the window
