@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from govern import sketch
-from govern.digest.report import SampleQuery, Stat
+from govern.digest.report import SampleQuery
 from govern.history.rows import sketch_of, unpack
 from govern.history.sql import SqlStore, stamp
 
@@ -54,7 +54,7 @@ class ClassFigures:
         self.worst_order: tuple[Any, ...] = ()
         self._read = read
         self._sketch: dict[int, int] | None = None
-        self._stat: Stat | None = None
+        self._stat: tuple[float | None, float | None] | None = None
         self._fingerprint: str | None = None
         self._plan: dict[str, Any] | None = None
         self._plan_read = False
@@ -102,16 +102,13 @@ class ClassFigures:
         return round(self.micro / 1_000_000, 6)
 
     @property
-    def query_time(self) -> Stat:
+    def query_time(self) -> QueryTime:
+        return QueryTime(self)
+
+    def percentiles(self) -> tuple[float | None, float | None]:
+        """(p95, p99) in seconds, the sketches merged on the first call."""
         if self._stat is None:
-            p95, p99 = self._quantiles()
-            self._stat = Stat(
-                sum=self.total_time,
-                max=round(self.qt_max / 1_000_000, 6),
-                p95=p95,
-                p99=p99,
-                decimal=True,
-            )
+            self._stat = self._quantiles()
         return self._stat
 
     @property
@@ -187,6 +184,32 @@ class ClassFigures:
             round(v / 1_000_000, 6) for v in sketch.quantiles(buckets, QUANTILES, low, high)
         )
         return p95, p99
+
+
+class QueryTime:
+    """A class's Query_time as a report's Stat reads: sum and max from the columns, the
+    percentiles computed when first read."""
+
+    __slots__ = ("_of",)
+
+    def __init__(self, of: ClassFigures) -> None:
+        self._of = of
+
+    @property
+    def sum(self) -> float:
+        return self._of.total_time
+
+    @property
+    def max(self) -> float:
+        return round(self._of.qt_max / 1_000_000, 6)
+
+    @property
+    def p95(self) -> float | None:
+        return self._of.percentiles()[0]
+
+    @property
+    def p99(self) -> float | None:
+        return self._of.percentiles()[1]
 
 
 class StateReader:

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from govern import units
-from govern.digest.report import SampleQuery, Stat
+from govern.digest.report import SampleQuery
 from govern.history.figures import Figures, StateReader, host_figures, hours_with_data
 from govern.history.model import TOP_HOSTS, Point
 from govern.history.sql import SqlStore
@@ -173,6 +173,17 @@ class Outcome:
 # --- the judgement ---------------------------------------------------------------------------
 
 
+class Percentiles(Protocol):
+    """A class's Query_time as judge reads it (a report's :class:`Stat`)."""
+
+    @property
+    def max(self) -> float | None: ...
+    @property
+    def p95(self) -> float | None: ...
+    @property
+    def p99(self) -> float | None: ...
+
+
 class Judged(Protocol):
     """What :func:`judge` reads of a class: a report's (:class:`ReportClass`), or the store's
     lean figures (:class:`govern.history.figures.ClassFigures`), whose costly parts are read
@@ -189,7 +200,7 @@ class Judged(Protocol):
     @property
     def total_time(self) -> float: ...
     @property
-    def query_time(self) -> Stat: ...
+    def query_time(self) -> Percentiles: ...
     @property
     def sample(self) -> SampleQuery | None: ...
 
@@ -211,14 +222,14 @@ def plan_of(cls: Judged) -> list[dict[str, Any]] | None:
     ]
 
 
-def side(cls: Judged, hours: float, *, plan: bool = True) -> Side:
+def side(cls: Judged, hours: float, *, plan: bool = True, percentiles: bool = True) -> Side:
     stat = cls.query_time
     return Side(
         count=cls.count,
         total=cls.total_time,
         per_hour=cls.total_time / hours if hours > 0 else 0.0,
-        p95=stat.p95,
-        p99=stat.p99,
+        p95=stat.p95 if percentiles else None,
+        p99=stat.p99 if percentiles else None,
         plan=plan_of(cls) if plan else None,
     )
 
@@ -252,8 +263,18 @@ def judge(
                 )
             )
             continue
-        now = side(cls, window_hours, plan=False)
-        was = side(was_class, baseline_hours, plan=False)
+        # a percentile is at most the largest event: below min_time, neither p95 nor p99 can
+        # have grown by min_time (and the baseline's matter only past the count floor), so
+        # a fast class's sketches are not merged unless it is a finding
+        peak = cls.query_time.max
+        rule = peak is None or peak >= rules.min_time
+        now = side(cls, window_hours, plan=False, percentiles=rule)
+        was = side(
+            was_class,
+            baseline_hours,
+            plan=False,
+            percentiles=rule and was_class.count >= rules.min_count,
+        )
         kinds, reasons = _slower(was, now, rules, window_hours)
         # the baseline's plan matters only when the window's has one
         now_plan = plan_of(cls)
@@ -263,7 +284,8 @@ def judge(
             kinds.append("plan")
             reasons += plan
         if kinds:
-            was, now = replace(was, plan=was_plan), replace(now, plan=now_plan)
+            was = replace(side(was_class, baseline_hours, plan=False), plan=was_plan)
+            now = replace(side(cls, window_hours, plan=False), plan=now_plan)
             found.append(Regression(host, cls.id, cls.fingerprint, kinds, reasons, was, now))
     found.sort(key=lambda r: (-(r.window.total - (r.baseline.total if r.baseline else 0)), r.id))
     return found
