@@ -11,6 +11,7 @@ them back cannot fail half-way; what version 1 added after its first documents
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from govern import sketch
@@ -111,8 +112,8 @@ def _class(item: Mapping[str, Any], names: dict[str, int], other: bool = False) 
     agg.histogram = list(item["histogram"]["Query_time"])
     agg.runs = _runs(state["runs"])
     agg.single_runs = _runs(state.get("single_runs"))
-    agg.connections = {int(value, 16) for value in state["connections"]}
-    agg.texts = {int(value, 16) for value in state.get("texts", [])}
+    agg.connections = set(map(int, state["connections"], repeat(16)))
+    agg.texts = set(map(int, state.get("texts", []), repeat(16)))
     agg.fit = Fit(*state["fit"])
     sample = item["sample"]
     if sample is not None:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from govern import sketch
+from govern.digest.document import build_document
+from govern.digest.result import Digest
 
 #: What partial_of reads of a class document (govern/digest/merge.py, ``_class``).
 CLASS_KEYS = (
@@ -101,6 +103,16 @@ def bucket_rows(document: Mapping[str, Any]) -> BucketRows:
         meta=pack(meta),
         classes=rows,
     )
+
+
+def digest_rows(digest: Digest) -> BucketRows:
+    """The rows of a merged digest (a roll-up): only what the rows keep of each class is
+    built (its state), not the figures for people that a class document adds (a fifth of
+    a host-day's roll-up went to them)."""
+    document = build_document(digest)
+    document["classes"] = document["classes"].views()
+    document["unreported"] = list(document["unreported"])
+    return bucket_rows(document)
 
 
 def sketch_of(blob: bytes | None) -> dict[int, int]:

@@ -32,7 +32,14 @@ from govern.digest.result import Digest
 from govern.errors import UsageError
 from govern.history.merging import Merger, no_collection
 from govern.history.model import TOP_HOSTS, Point
-from govern.history.rows import BucketRows, bucket_rows, merged_sketch, pack, unpack
+from govern.history.rows import (
+    BucketRows,
+    bucket_rows,
+    digest_rows,
+    merged_sketch,
+    pack,
+    unpack,
+)
 
 FORMAT = "%Y-%m-%d %H:%M:%S"
 DAY = 86400
@@ -842,7 +849,7 @@ class SqlStore:
                     merger.add(*self._fleet_unit(part, shares))
             else:
                 merger.add(*self._block_unit(part, span // 2, shares))
-        rows = bucket_rows(full_document(merger.digest()))
+        rows = digest_rows(merger.digest())
         with self._transaction():
             self.run(
                 "DELETE FROM history_fleet_block_classes WHERE day = ? AND span = ?", (day, span)
@@ -875,7 +882,7 @@ class SqlStore:
             return  # its buckets are gone: the roll-up is all there is
         for meta, classes in self._bucket_units(host, low, high, {}):
             merger.add(meta, classes)
-        rows = bucket_rows(full_document(merger.digest()))
+        rows = digest_rows(merger.digest())
         with self._transaction():
             self.run("DELETE FROM history_day_classes WHERE host = ? AND day = ?", (host, day))
             self._insert(
@@ -906,7 +913,7 @@ class SqlStore:
         )]  # fmt: skip
         for name in names:
             merger.add(*self._day_unit(name, day, shares))
-        rows = bucket_rows(full_document(merger.digest()))
+        rows = digest_rows(merger.digest())
         with self._transaction():
             self.run("DELETE FROM history_fleet_classes WHERE day = ?", (day,))
             self._insert(
