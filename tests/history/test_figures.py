@@ -1,18 +1,28 @@
 """The store's lean figures (govern/history/figures.py) are the merged report's, class for
-class: hourly buckets, day roll-ups, pruned days, one host and the fleet."""
+class: hourly buckets, day roll-ups, pruned days, one host and the fleet, on both backends;
+and govern regressions finds on MariaDB what it finds on SQLite."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+
+import pytest
 
 from govern.digest.document import full_document
 from govern.digest.options import DigestOptions
 from govern.digest.runner import digest_bytes
 from govern.history.figures import Figures, StateReader, host_figures, hours_with_data
+from govern.history.mysql import MysqlStore
+from govern.history.regressions import find_regressions
 from govern.history.sql import SqlStore
+from govern.history.sqlite import SqliteStore
 from govern.history.store import open_store
+from tests.harness import MariaDB
+from tests.history.generated import fill as fill_regressions
+from tests.history.support import mysql_url
 
 UNTIL = datetime(2026, 11, 27, 6, 0)
 STATEMENTS = {
@@ -39,20 +49,29 @@ def hour_log(at: datetime, shift: float) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def fill(path: Path) -> None:
-    store = open_store(f"sqlite:{path}")
-    try:
-        for index, host in enumerate(("db1", "db2")):
-            for back in range(4 * 24, 0, -5):  # every fifth hour over four days
-                at = UNTIL - timedelta(hours=back)
-                document = full_document(
-                    digest_bytes(hour_log(at, 1 + index + back % 3), DigestOptions(host=host))
-                )
-                store.write(
-                    host, f"{at:%Y-%m-%d %H:%M:%S}", json.loads(json.dumps(document, default=list))
-                )
-    finally:
-        store.close()
+@pytest.fixture(params=["sqlite", "mysql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
+    if request.param == "sqlite":
+        opened: SqlStore = SqliteStore(tmp_path / "history.db")
+    else:
+        server: MariaDB = request.getfixturevalue("server")
+        opened = MysqlStore.open(mysql_url(server))
+    yield opened
+    if isinstance(opened, MysqlStore):
+        opened.run(f"DROP DATABASE `{opened.target.schema}`")
+    opened.close()
+
+
+def fill(store: SqlStore) -> None:
+    for index, host in enumerate(("db1", "db2")):
+        for back in range(4 * 24, 0, -5):  # every fifth hour over four days
+            at = UNTIL - timedelta(hours=back)
+            document = full_document(
+                digest_bytes(hour_log(at, 1 + index + back % 3), DigestOptions(host=host))
+            )
+            store.write(
+                host, f"{at:%Y-%m-%d %H:%M:%S}", json.loads(json.dumps(document, default=list))
+            )
 
 
 def check(store: SqlStore, since: datetime, until: datetime) -> None:
@@ -78,29 +97,41 @@ def check(store: SqlStore, since: datetime, until: datetime) -> None:
             ), cls.fingerprint
 
 
-def test_figures_are_the_merged_reports(tmp_path: Path) -> None:
-    path = tmp_path / "history.db"
-    fill(path)
-    store = open_store(f"sqlite:{path}")
-    assert isinstance(store, SqlStore)
-    try:
-        windows = [
-            (UNTIL - timedelta(days=4), UNTIL),
-            (UNTIL - timedelta(hours=30), UNTIL - timedelta(hours=3)),
-        ]
-        for since, until in windows:  # hourly buckets only
-            check(store, since, until)
-        store.roll_up(now=UNTIL)  # whole days from their roll-ups
-        for since, until in windows:
-            check(store, since, until)
-        store.retain(now=UNTIL, hourly_days=2)  # older days' buckets dropped
-        for since, until in windows:
-            check(store, since, until)
-        # the hours with data are those series() counts, per host and fleet-wide
-        since = UNTIL - timedelta(days=4)
-        hours = hours_with_data(store, since, UNTIL, ["db1", "db2"])
-        for host in ("db1", "db2", None):
-            points = store.series(since, UNTIL, step=3600, host=host)
-            assert hours[host] == {p.start for p in points if p.count}
-    finally:
-        store.close()
+def test_figures_are_the_merged_reports(store: SqlStore) -> None:
+    fill(store)
+    windows = [
+        (UNTIL - timedelta(days=4), UNTIL),
+        (UNTIL - timedelta(hours=30), UNTIL - timedelta(hours=3)),
+    ]
+    for since, until in windows:  # hourly buckets only
+        check(store, since, until)
+    store.roll_up(now=UNTIL)  # whole days from their roll-ups
+    for since, until in windows:
+        check(store, since, until)
+    store.retain(now=UNTIL, hourly_days=2)  # older days' buckets dropped
+    for since, until in windows:
+        check(store, since, until)
+    # the hours with data are those series() counts, per host and fleet-wide
+    since = UNTIL - timedelta(days=4)
+    hours = hours_with_data(store, since, UNTIL, ["db1", "db2"])
+    for host in ("db1", "db2", None):
+        points = store.series(since, UNTIL, step=3600, host=host)
+        assert hours[host] == {p.start for p in points if p.count}
+
+
+def test_mariadb_finds_what_sqlite_finds(server: MariaDB, tmp_path: Path) -> None:
+    outcomes = []
+    for url in (f"sqlite:{tmp_path / 'history.db'}", mysql_url(server)):
+        fill_regressions(url, slowed={"db2"}, new_on={"db1"})
+        store = open_store(url)
+        try:
+            outcome = find_regressions(
+                store, baseline=timedelta(days=7), window=timedelta(hours=24), until=UNTIL
+            ).to_json()
+            if isinstance(store, MysqlStore):
+                store.run(f"DROP DATABASE `{store.target.schema}`")
+        finally:
+            store.close()
+        outcomes.append(outcome | {"store": None})
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0]["counts"]["regressions"] == 2, outcomes[0]
