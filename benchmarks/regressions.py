@@ -141,6 +141,11 @@ def main() -> int:
     parser.add_argument("--classes", type=int, default=200)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--reference", action="store_true", help="also judge by merged reports")
+    parser.add_argument(
+        "--store",
+        help="a new MySQL/MariaDB schema to fill (mysql://…, dropped at the end);"
+        " default: a temporary SQLite file",
+    )
     args = parser.parse_args()
     base = widened(base_bucket(CORPUS_LOG), args.classes)
     target = base["classes"][0]["id"]
@@ -148,7 +153,7 @@ def main() -> int:
     changed = UNTIL - dt.timedelta(hours=6)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "history.db"
-        store = open_store(f"sqlite:{path}")
+        store = open_store(args.store or f"sqlite:{path}")
         began = time.perf_counter()
         slow = slowed(base, target, 20)
         for index in range(args.hosts):
@@ -165,7 +170,8 @@ def main() -> int:
         buckets = args.hosts * len(hours)
         print(f"store: {args.hosts} hosts x {len(hours)} hourly buckets x {args.classes} classes"
               f" = {buckets * args.classes:,} class-buckets, written in {written:.1f} s;"
-              f" {path.stat().st_size / 1e6:.1f} MB; {rolled.days} host-days and"
+              f" {path.stat().st_size / 1e6 if path.exists() else 0:.1f} MB (SQLite);"
+              f" {rolled.days} host-days and"
               f" {rolled.fleet_days} fleet days rolled up in {rolled_s:.1f} s")  # fmt: skip
         began, cpu = time.perf_counter(), time.process_time()
         outcome = find_regressions(
@@ -191,6 +197,8 @@ def main() -> int:
             print(f"reference (merged reports, as before figures.py): {referenced:.2f} s"
                   f" ({referenced_cpu:.2f} CPU-s);"
                   f" {'same findings, figure for figure' if same else 'DIFFERENT findings'}")  # fmt: skip
+        if args.store:
+            store.run(f"DROP DATABASE `{store.target.schema}`")  # type: ignore[attr-defined]
         store.close()
     print(f"govern regressions --baseline 7d --window 24h: {judged:.2f} s"
           f" ({judged_cpu:.2f} CPU-s; {judged / args.hosts:.2f} s per host, fleet-wide included)")  # fmt: skip
