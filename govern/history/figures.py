@@ -29,6 +29,8 @@ from govern.history.rows import sketch_of, unpack
 from govern.history.sql import SqlStore, stamp
 
 QUANTILES = (0.95, 0.99)
+#: Class IDs per state query.
+BATCH = 500
 
 #: Where a row's state is: (table, host, start or day, class ID).
 Ref = tuple[str, str, str, str]
@@ -213,21 +215,45 @@ class QueryTime:
 
 
 class StateReader:
-    """A row's class state, read once."""
+    """A row's class state, read once; :meth:`prefetch` reads many in a few queries (a
+    round trip per state would dominate on a MySQL store)."""
 
     def __init__(self, store: SqlStore) -> None:
         self.store = store
         self.reads = 0
+        self.cache: dict[Ref, dict[str, Any] | None] = {}
 
     def __call__(self, ref: Ref) -> dict[str, Any] | None:
-        table, host, when, class_id = ref
-        column = "start" if table == "history_classes" else "day"
-        rows = self.store.run(
-            f"SELECT state FROM {table} WHERE host = ? AND {column} = ? AND class_id = ?",
-            (host, when, class_id),
-        )
-        self.reads += 1
-        return dict(unpack(rows[0][0])) if rows else None
+        if ref not in self.cache:
+            self.prefetch([ref])
+        return self.cache.get(ref)
+
+    def prefetch(self, refs: Iterable[Ref]) -> None:
+        """Read the states of ``refs``: one query per (table, host, bucket or day)."""
+        groups: dict[tuple[str, str, str], list[str]] = {}
+        for table, host, when, class_id in refs:
+            if (table, host, when, class_id) not in self.cache:
+                groups.setdefault((table, host, when), []).append(class_id)
+        for (table, host, when), ids in groups.items():
+            column = "start" if table == "history_classes" else "day"
+            for index in range(0, len(ids), BATCH):
+                chunk = ids[index : index + BATCH]
+                marks = ", ".join(["?"] * len(chunk))
+                rows = self.store.run(
+                    f"SELECT class_id, state FROM {table}"
+                    f" WHERE host = ? AND {column} = ? AND class_id IN ({marks})",
+                    (host, when, *chunk),
+                )
+                self.reads += 1
+                found = {str(class_id): state for class_id, state in rows}
+                for class_id in chunk:
+                    state = found.get(class_id)
+                    self.cache[(table, host, when, class_id)] = (
+                        None if state is None else dict(unpack(state))
+                    )
+
+    def forget(self) -> None:
+        self.cache.clear()
 
 
 class Figures:

@@ -408,6 +408,10 @@ def find_regressions(
                 "baseline" if not before_span.hours else "window"
             )
             continue
+        # the plans judge reads: the worst state of each class past the window's count floor
+        read.prefetch(
+            cls.worst for cls in after.classes if cls.count >= rules.min_count and cls.worst
+        )
         regressions = judge(
             before,
             after,
@@ -424,6 +428,7 @@ def find_regressions(
                 rules,
             )
         found += regressions
+        read.forget()
     baseline_span, window_span = _spans(hours[None], baseline_since, window_since, until)
     if len(hosts) - len(not_judged) > 1:
         fleet = _fleet(store, read, (baseline_span, window_span), pattern, rules, found, sides)
@@ -446,6 +451,7 @@ def _fleet(
     before_span, after_span = spans
     before = Figures.summed((part for _, part, _ in sides), read)
     window = Figures.summed((part for _, _, part in sides), read)
+    read.prefetch(cls.worst for cls in window.classes if cls.count >= rules.min_count and cls.worst)
     regressions = judge(
         before,
         window,
