@@ -107,8 +107,8 @@ def bucket_rows(document: Mapping[str, Any]) -> BucketRows:
 
 def digest_rows(digest: Digest) -> BucketRows:
     """The rows of a merged digest (a roll-up): only what the rows keep of each class is
-    built (its state), not the figures for people that a class document adds (a fifth of
-    a host-day's roll-up went to them)."""
+    built (its state), not the figures for people that a class document adds (8% of a
+    host-day's roll-up went to them)."""
     document = build_document(digest)
     document["classes"] = document["classes"].views()
     document["unreported"] = list(document["unreported"])
