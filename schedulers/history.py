@@ -234,6 +234,7 @@ class History:
         job: str,
         number: int,
         *,
+        start_s: float | None = None,
         finish_s: float,
         outcome: str,
         exit_code: int | None,
@@ -241,13 +242,22 @@ class History:
         duration_s: float,
         reason: str | None = None,
     ) -> None:
-        """One attempt ended; ``final`` when no retry follows (the job's outcome is settled)."""
+        """One attempt ended; ``final`` when no retry follows (the job's outcome is settled).
+        ``start_s``: its exact start (the fork's time; the record was made just before)."""
         with self._lock, self.store.transaction() as db:
             db.execute(
-                "UPDATE schedule_attempts SET finished_at = ?, finish_s = ?, outcome = ?,"
-                " exit_code = ? WHERE night_id = ? AND job = ? AND number = ?",
-                (utcnow(), finish_s, outcome, exit_code, night, job, number),
+                "UPDATE schedule_attempts SET finished_at = ?, start_s = COALESCE(?, start_s),"
+                " finish_s = ?, outcome = ?, exit_code = ?"
+                " WHERE night_id = ? AND job = ? AND number = ?",
+                (utcnow(), start_s, finish_s, outcome, exit_code, night, job, number),
             )
+            if start_s is not None:  # the job's start is its first attempt's
+                db.execute(
+                    "UPDATE schedule_jobs SET start_s = ? WHERE night_id = ? AND job = ?"
+                    " AND (SELECT MIN(number) FROM schedule_attempts"
+                    " WHERE night_id = ? AND job = ?) = ?",
+                    (start_s, night, job, night, job, number),
+                )
             db.execute(
                 "UPDATE schedule_jobs SET outcome = ?, exit_code = ?, finish_s = ?,"
                 " duration_s = ?, reason = ? WHERE night_id = ? AND job = ?",

@@ -362,6 +362,12 @@ class NightRunner:
             worker=lane.worker,
             rows=self.plan.sizes.rows.get(job.name),
         )
+        # Recorded before the fork: a scheduler killed right after it leaves an attempt that
+        # the next night marks interrupted, never a job that ran without a record. Its start
+        # is set exactly when it ends (the fork's time, after this commit).
+        self.history.attempt_started(
+            self.night_id, job.name, number, lane.worker, lane.label, now, str(log_path)
+        )
         with os.fdopen(fd, "wb") as log:
             try:
                 argv = job_argv(job, worker.handle, self.client, self.catalog.kill_grace)
@@ -373,17 +379,11 @@ class NightRunner:
                 process = Process(argv, env, self.catalog.directory, job.sql, log, wake=self._wake)
             except OSError as exc:
                 log.write(f"govern: cannot start the job: {exc}\n".encode())
-                self.history.attempt_started(
-                    self.night_id, job.name, number, lane.worker, lane.label, now, str(log_path)
-                )
                 self._finish_attempt(job, lane, number, now, now, "failed", None, str(exc))
                 return
         # The job's clock starts at its fork, not before govern's own bookkeeping (the
         # history's commit cost 50 ms or more a job on a loaded disk before).
         started = process.started_at - self._t0
-        self.history.attempt_started(
-            self.night_id, job.name, number, lane.worker, lane.label, started, str(log_path)
-        )
         if self.on_job is not None:
             self.on_job(job.name, "running", number)
         deadline = started + job.timeout if job.timeout else None
@@ -450,6 +450,7 @@ class NightRunner:
             self.night_id,
             job.name,
             number,
+            start_s=started,
             finish_s=now,
             outcome=outcome,
             exit_code=code,

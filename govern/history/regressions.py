@@ -1,9 +1,10 @@
 """Regressions: what a window (the last 24 hours) does worse than its baseline (the 7 days
 before), per host and fleet-wide.
 
-The judgement is pure: two merged :class:`Report` objects and how many hours of data each
-covers go in, :class:`Regression` objects come out (:func:`judge`); :func:`first_crossing`
-finds, in a class's series, the first step of the window where the figure crossed. Only
+The judgement is pure: the classes of two spans (merged reports, or the store's lean figures
+of govern/history/figures.py) and how many hours of data each covers go in,
+:class:`Regression` objects come out (:func:`judge`); :func:`first_crossing` finds, in a
+class's series, the first step of the window where the figure crossed. Only
 :func:`find_regressions` reads a store.
 
 Rules (docs/regressions.md): a class is *new* when the baseline never saw it and the window
@@ -17,13 +18,15 @@ sample (govern collect --explain-on) shows a full scan the baseline's did not, o
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from govern import units
-from govern.digest.report import Report, ReportClass
-from govern.history.model import Point
+from govern.digest.report import SampleQuery
+from govern.history.figures import Figures, StateReader, host_figures, hours_with_data
+from govern.history.model import TOP_HOSTS, Point
+from govern.history.sql import SqlStore
 from govern.history.store import HistoryStore
 
 SCHEMA = "govern.regressions"
@@ -170,28 +173,70 @@ class Outcome:
 # --- the judgement ---------------------------------------------------------------------------
 
 
-def side(cls: ReportClass, hours: float) -> Side:
+class Percentiles(Protocol):
+    """A class's Query_time as judge reads it (a report's :class:`Stat`)."""
+
+    @property
+    def max(self) -> float | None: ...
+    @property
+    def p95(self) -> float | None: ...
+    @property
+    def p99(self) -> float | None: ...
+
+
+class Judged(Protocol):
+    """What :func:`judge` reads of a class: a report's (:class:`ReportClass`), or the store's
+    lean figures (:class:`govern.history.figures.ClassFigures`), whose costly parts are read
+    on first use: the percentiles past the count floor, the plan and fingerprint seldom."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def total_time(self) -> float: ...
+    @property
+    def query_time(self) -> Percentiles: ...
+    @property
+    def sample(self) -> SampleQuery | None: ...
+
+
+class Classes(Protocol):
+    @property
+    def classes(self) -> Sequence[Judged]: ...
+
+
+def plan_of(cls: Judged) -> list[dict[str, Any]] | None:
+    """The worst sample's EXPLAIN, per table (None: not explained)."""
+    sample = cls.sample
+    plan = sample.plan if sample is not None else None
+    if not plan:
+        return None
+    return [
+        {name: table.get(name) for name in ("table", "access", "key", "rows")}
+        for table in plan.get("tables") or ()
+    ]
+
+
+def side(cls: Judged, hours: float, *, plan: bool = True, percentiles: bool = True) -> Side:
     stat = cls.query_time
-    plan = cls.sample.plan if cls.sample is not None else None
-    tables = None
-    if plan:
-        tables = [
-            {name: table.get(name) for name in ("table", "access", "key", "rows")}
-            for table in plan.get("tables") or ()
-        ]
     return Side(
         count=cls.count,
         total=cls.total_time,
         per_hour=cls.total_time / hours if hours > 0 else 0.0,
-        p95=stat.p95,
-        p99=stat.p99,
-        plan=tables,
+        p95=stat.p95 if percentiles else None,
+        p99=stat.p99 if percentiles else None,
+        plan=plan_of(cls) if plan else None,
     )
 
 
 def judge(
-    baseline: Report,
-    window: Report,
+    baseline: Classes,
+    window: Classes,
     *,
     baseline_hours: float,
     window_hours: float,
@@ -204,7 +249,6 @@ def judge(
     for cls in window.classes:
         if cls.count < rules.min_count or not cls.id:
             continue
-        now = side(cls, window_hours)
         was_class = before.get(cls.key)
         if was_class is None or was_class.count == 0:
             found.append(
@@ -215,17 +259,33 @@ def judge(
                     ["new"],
                     [f"new: {units.count(cls.count, 'grouped')} events, not in the baseline"],
                     None,
-                    now,
+                    side(cls, window_hours),
                 )
             )
             continue
-        was = side(was_class, baseline_hours)
+        # a percentile is at most the largest event: below min_time, neither p95 nor p99 can
+        # have grown by min_time (and the baseline's matter only past the count floor), so
+        # a fast class's sketches are not merged unless it is a finding
+        peak = cls.query_time.max
+        rule = peak is None or peak >= rules.min_time
+        now = side(cls, window_hours, plan=False, percentiles=rule)
+        was = side(
+            was_class,
+            baseline_hours,
+            plan=False,
+            percentiles=rule and was_class.count >= rules.min_count,
+        )
         kinds, reasons = _slower(was, now, rules, window_hours)
-        plan = plan_change(was.plan, now.plan)
+        # the baseline's plan matters only when the window's has one
+        now_plan = plan_of(cls)
+        was_plan = plan_of(was_class) if now_plan or kinds else None
+        plan = plan_change(was_plan, now_plan)
         if plan:
             kinds.append("plan")
             reasons += plan
         if kinds:
+            was = replace(side(was_class, baseline_hours, plan=False), plan=was_plan)
+            now = replace(side(cls, window_hours, plan=False), plan=now_plan)
             found.append(Regression(host, cls.id, cls.fingerprint, kinds, reasons, was, now))
     found.sort(key=lambda r: (-(r.window.total - (r.baseline.total if r.baseline else 0)), r.id))
     return found
@@ -322,28 +382,39 @@ def find_regressions(
 ) -> Outcome:
     """Each host's window against its own baseline, then the fleet's (with more than one
     host), each regression with the hour it changed. ``progress(host, hosts)`` is called as
-    each host's judgement begins."""
+    each host's judgement begins. Reads the store's lean figures (govern/history/figures.py),
+    not merged reports."""
+    if not isinstance(store, SqlStore):
+        raise TypeError(f"{type(store).__name__}: govern regressions reads a SQL history store")
     rules = rules or Rules()
     window_since = until - window
     baseline_since = window_since - baseline
     hosts = store.hosts(baseline_since, until, pattern)
+    hours = hours_with_data(store, baseline_since, until, hosts)
+    read = StateReader(store)
     found: list[Regression] = []
-    spans: list[tuple[Span, Span]] = []
     not_judged: dict[str, str] = {}
+    sides: list[tuple[str, Figures, Figures]] = []
     for host in hosts:
         if progress:
             progress(host, len(hosts))
-        before_span, after_span = _spans(store, baseline_since, window_since, until, host=host)
-        spans.append((before_span, after_span))
+        before_span, after_span = _spans(hours[host], baseline_since, window_since, until)
+        before = host_figures(store, read, host, baseline_since, window_since)
+        after = host_figures(store, read, host, window_since, until)
+        sides.append((host, before, after))
         if not before_span.hours or not after_span.hours:
             # without a baseline every class would be "new"; without a window, nothing ran
             not_judged[host] = "no bucket in the " + (
                 "baseline" if not before_span.hours else "window"
             )
             continue
+        # the plans judge reads: the worst state of each class past the window's count floor
+        read.prefetch(
+            cls.worst for cls in after.classes if cls.count >= rules.min_count and cls.worst
+        )
         regressions = judge(
-            store.report(baseline_since, window_since, host=host),
-            store.report(window_since, until, host=host),
+            before,
+            after,
             baseline_hours=before_span.hours,
             window_hours=after_span.hours,
             rules=rules,
@@ -357,33 +428,32 @@ def find_regressions(
                 rules,
             )
         found += regressions
+        read.forget()
+    baseline_span, window_span = _spans(hours[None], baseline_since, window_since, until)
     if len(hosts) - len(not_judged) > 1:
-        fleet = _fleet(store, baseline_since, window_since, until, pattern, rules, found)
+        fleet = _fleet(store, read, (baseline_span, window_span), pattern, rules, found, sides)
         # a class only hosts without a baseline run is theirs, not the fleet's news
         found += [r for r in fleet if not r.hosts or not set(r.hosts) <= not_judged.keys()]
-    if spans and len(hosts) == 1:
-        baseline_span, window_span = spans[0]
-    else:
-        baseline_span, window_span = _spans(
-            store, baseline_since, window_since, until, hosts=pattern
-        )
+    if len(hosts) == 1:
+        baseline_span, window_span = _spans(hours[hosts[0]], baseline_since, window_since, until)
     return Outcome(store.url, baseline_span, window_span, rules, hosts, pattern, found, not_judged)
 
 
 def _fleet(
-    store: HistoryStore,
-    baseline_since: datetime,
-    window_since: datetime,
-    until: datetime,
+    store: SqlStore,
+    read: StateReader,
+    spans: tuple[Span, Span],
     pattern: str | None,
     rules: Rules,
     per_host: list[Regression],
+    sides: list[tuple[str, Figures, Figures]],
 ) -> list[Regression]:
-    before_span, after_span = _spans(store, baseline_since, window_since, until, hosts=pattern)
-    glob = pattern or "*"
-    window = store.report(window_since, until, hosts=glob)
+    before_span, after_span = spans
+    before = Figures.summed((part for _, part, _ in sides), read)
+    window = Figures.summed((part for _, _, part in sides), read)
+    read.prefetch(cls.worst for cls in window.classes if cls.count >= rules.min_count and cls.worst)
     regressions = judge(
-        store.report(baseline_since, window_since, hosts=glob),
+        before,
         window,
         baseline_hours=before_span.hours,
         window_hours=after_span.hours,
@@ -394,33 +464,37 @@ def _fleet(
     for regression in per_host:
         assert regression.host is not None
         where.setdefault(regression.id, []).append(regression.host)
-    costs = {cls.id: [share.host for share in cls.top_hosts] for cls in window.classes}
+    glob = pattern or "*"
     for regression in regressions:
-        regression.hosts = where.get(regression.id) or costs.get(regression.id, [])
+        regression.hosts = where.get(regression.id) or _costliest(sides, regression.id)
         regression.changed_at = first_crossing(
-            store.series(window_since, until, step=STEP, hosts=glob, class_id=regression.id),
+            store.series(
+                after_span.since, after_span.until, step=STEP, hosts=glob, class_id=regression.id
+            ),
             regression,
             rules,
         )
     return regressions
 
 
+def _costliest(sides: list[tuple[str, Figures, Figures]], class_id: str) -> list[str]:
+    """The hosts where a class cost most in the window (a report's ``top_hosts``)."""
+    shares = []
+    for host, _, window in sides:
+        mine = window.by_id.get(class_id)
+        if mine is not None and mine.count:
+            shares.append((-mine.micro, -mine.count, host))
+    return [host for _, _, host in sorted(shares)[:TOP_HOSTS]]
+
+
 def _spans(
-    store: HistoryStore,
-    since: datetime,
-    middle: datetime,
-    until: datetime,
-    *,
-    host: str | None = None,
-    hosts: str | None = None,
+    hours: set[datetime], since: datetime, middle: datetime, until: datetime
 ) -> tuple[Span, Span]:
     """[since, middle) and [middle, until) with the hours of each that have data: total time
     is compared per hour of data, so a store that started collecting three days ago is not
-    judged on seven (one series read for both)."""
-    points = store.series(since, until, step=STEP, host=host, hosts=hosts or None)
-    before = sum(1 for point in points if point.count > 0 and point.start < middle)
-    after = sum(1 for point in points if point.count > 0 and point.start >= middle)
-    return Span(since, middle, float(before)), Span(middle, until, float(after))
+    judged on seven."""
+    before = sum(1 for hour in hours if hour < middle)
+    return Span(since, middle, float(before)), Span(middle, until, float(len(hours) - before))
 
 
 def _round(value: float | None) -> float | None:

@@ -30,7 +30,7 @@ from govern.digest.aggregate import ClassAgg, Fit, Metric, Runs, Sample
 from govern.digest.document import build_document
 from govern.digest.merge import class_of_document
 from govern.digest.result import Digest, Source
-from govern.fingerprint import query_id
+from govern.fingerprint import decode, query_id
 
 #: What partial_of reads of a class document (govern/digest/merge.py, ``_class``): the
 #: older JSON form of a class state, still read (tests write it to check that).
@@ -56,7 +56,13 @@ def pack(value: Any) -> bytes:
 
 
 def unpack(blob: bytes | None) -> Any:
-    return None if blob is None else json.loads(zlib.decompress(blob))
+    """A blob's JSON value; a class state in the binary form as its document's parts
+    (:func:`state_document`), so readers of one state read either form."""
+    if blob is None:
+        return None
+    if blob[:1] == STATE_V1:
+        return state_document(blob)
+    return json.loads(zlib.decompress(blob))
 
 
 #: First byte of a binary class state (a zlib stream starts with 0x78: the JSON form).
@@ -118,6 +124,56 @@ def encode_agg(agg: ClassAgg, sample_file: str | None) -> bytes:
     return STATE_V1 + zlib.compress(marshal.dumps(value, 4), 6)
 
 
+def _load(blob: bytes) -> tuple[Any, ...]:
+    value: tuple[Any, ...] = marshal.loads(zlib.decompress(memoryview(blob)[1:]))
+    return value
+
+
+def state_document(blob: bytes) -> dict[str, Any]:
+    """A binary class state as the parts of its class document that readers of one state
+    use (govern/history/figures.py: fingerprint, sample, the metrics' exact figures and
+    sketches), the keys and forms of the older JSON state."""
+    fingerprint, count, ts_min, ts_max, metrics, *_, sample, _, _, _, _, _ = _load(blob)
+    document: dict[str, Any] = {
+        "id": query_id(fingerprint),
+        "fingerprint": decode(fingerprint),
+        "count": count,
+        "first_seen": ts_min,
+        "last_seen": ts_max,
+        "state": {
+            "metrics": {
+                name: {
+                    "count": m_count,
+                    "sum": total,
+                    "min": low,
+                    "max": high,
+                    "buckets": sketch.to_pairs(buckets),
+                    "decimal": decimal,
+                }
+                for name, (m_count, total, low, high, buckets, decimal) in metrics.items()
+            }
+        },
+        "sample": None,
+    }
+    if sample is not None:
+        query_time, query, ts, db, user, host, file, line, truncated, plan = sample
+        document["state"]["sample_query_time"] = query_time
+        found = document["sample"] = {
+            "query": decode(query),
+            "query_time": round(query_time / 1_000_000, 6),
+            "ts": ts,
+            "db": db,
+            "user": user,
+            "host": host,
+            "file": file,
+            "line": line,
+            "truncated": truncated,
+        }
+        if plan is not None:
+            found["plan"] = json.loads(plan)
+    return document
+
+
 def decode_class(blob: bytes, names: Mapping[str, int]) -> ClassAgg:
     """A stored class state as an aggregate, either form; ``names`` maps the unit's input
     names to their indexes (the sample's file)."""
@@ -139,7 +195,7 @@ def decode_class(blob: bytes, names: Mapping[str, int]) -> ClassAgg:
         connections,
         texts,
         fit,
-    ) = marshal.loads(zlib.decompress(memoryview(blob)[1:]))
+    ) = _load(blob)
     agg = ClassAgg(fingerprint, count=count, ts_min=ts_min, ts_max=ts_max)
     agg.metrics = {
         name: Metric(count, total, low, high, buckets, decimal)

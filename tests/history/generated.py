@@ -34,10 +34,11 @@ def hour_log(at: datetime, times: dict[str, float], count: int = 30) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def fill(path: Path, *, slowed: set[str], new_on: set[str] = frozenset()) -> None:
+def fill(path: Path | str, *, slowed: set[str], new_on: set[str] = frozenset()) -> None:
     """Hosts db1 and db2, baseline hours over 7 days and the window's last 8 hours; the
-    hosts in ``slowed`` run SLOW 20 times slower from CHANGED on."""
-    store = open_store(f"sqlite:{path}")
+    hosts in ``slowed`` run SLOW 20 times slower from CHANGED on. ``path``: a SQLite file,
+    or a store URL."""
+    store = open_store(path if isinstance(path, str) else f"sqlite:{path}")
     try:
         hours = [UNTIL - timedelta(days=day, hours=3) for day in range(2, 8)]
         hours += [UNTIL - timedelta(hours=back) for back in range(8, 0, -1)]

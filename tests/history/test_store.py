@@ -103,6 +103,18 @@ def test_class_states_of_the_older_json_form_still_read(
     assert full_document(store.digest(*WIDE)) == binary
 
 
+def test_a_binary_state_unpacks_as_its_document_parts(buckets: tuple[dict[str, Any], ...]) -> None:
+    """Readers of one state (govern/history/figures.py) get the older JSON form's keys and
+    values for what they read: fingerprint, sample, the metrics' figures and sketches."""
+    for item in buckets[0]["classes"]:
+        older = rows.unpack(rows.pack({k: item[k] for k in rows.CLASS_KEYS if k in item}))
+        binary = rows.unpack(rows.encode_class(item))
+        for key in ("id", "fingerprint", "count", "first_seen", "last_seen", "sample"):
+            assert binary[key] == older[key], key
+        assert binary["state"]["metrics"] == older["state"]["metrics"]
+        assert binary["state"].get("sample_query_time") == older["state"].get("sample_query_time")
+
+
 def test_a_bucket_written_twice_is_one_bucket(
     store: SqlStore, buckets: tuple[dict[str, Any], ...]
 ) -> None:

@@ -1,0 +1,137 @@
+"""The store's lean figures (govern/history/figures.py) are the merged report's, class for
+class: hourly buckets, day roll-ups, pruned days, one host and the fleet, on both backends;
+and govern regressions finds on MariaDB what it finds on SQLite."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from govern.digest.document import full_document
+from govern.digest.options import DigestOptions
+from govern.digest.runner import digest_bytes
+from govern.history.figures import Figures, StateReader, host_figures, hours_with_data
+from govern.history.mysql import MysqlStore
+from govern.history.regressions import find_regressions
+from govern.history.sql import SqlStore
+from govern.history.sqlite import SqliteStore
+from govern.history.store import open_store
+from tests.harness import MariaDB
+from tests.history.generated import fill as fill_regressions
+from tests.history.support import mysql_url
+
+UNTIL = datetime(2026, 11, 27, 6, 0)
+STATEMENTS = {
+    # 29 events at 1.003 ms and one at 5 ms (every hour): p95 in the lowest bucket (1000-1003
+    # µs, worth 1001 µs), so the exact minimum clamps it
+    "SELECT name FROM users WHERE id = 7": [0.001003] * 29 + [0.005],
+    "SELECT SUM(amount) FROM orders WHERE customer = 42": [0.004 * (1 + n / 50) for n in range(40)],
+    "UPDATE carts SET n = n + 1 WHERE id = 3": [0.0002, 0.0009, 0.3],
+}
+
+
+def hour_log(at: datetime, shift: float) -> bytes:
+    lines = [f"# Time: {at:%y%m%d %H:%M:%S}"]
+    for index, (statement, times) in enumerate(STATEMENTS.items()):
+        for seconds in times:
+            seconds *= shift if index else 1
+            lines += [
+                "# User@Host: app[app] @ localhost []",
+                "# Thread_id: 7  Schema: app  QC_hit: No",
+                f"# Query_time: {seconds:.6f}  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 1",
+                f"SET timestamp={int(at.timestamp())};",
+                f"{statement};",
+            ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.fixture(params=["sqlite", "mysql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
+    if request.param == "sqlite":
+        opened: SqlStore = SqliteStore(tmp_path / "history.db")
+    else:
+        server: MariaDB = request.getfixturevalue("server")
+        opened = MysqlStore.open(mysql_url(server))
+    yield opened
+    if isinstance(opened, MysqlStore):
+        opened.run(f"DROP DATABASE `{opened.target.schema}`")
+    opened.close()
+
+
+def fill(store: SqlStore) -> None:
+    for index, host in enumerate(("db1", "db2")):
+        for back in range(4 * 24, 0, -5):  # every fifth hour over four days
+            at = UNTIL - timedelta(hours=back)
+            document = full_document(
+                digest_bytes(hour_log(at, 1 + index + back % 3), DigestOptions(host=host))
+            )
+            store.write(
+                host, f"{at:%Y-%m-%d %H:%M:%S}", json.loads(json.dumps(document, default=list))
+            )
+
+
+def check(store: SqlStore, since: datetime, until: datetime) -> None:
+    read = StateReader(store)
+    parts = [host_figures(store, read, host, since, until) for host in ("db1", "db2")]
+    for figures, report in (
+        (parts[0], store.report(since, until, host="db1")),
+        (parts[1], store.report(since, until, host="db2")),
+        (Figures.summed(parts, read), store.report(since, until)),
+    ):
+        mine = {cls.id: cls for cls in figures.classes}
+        assert sorted(mine) == sorted(cls.id for cls in report.classes)
+        for cls in report.classes:
+            got = mine[cls.id]
+            assert (got.count, got.total_time, got.fingerprint) == (
+                cls.count,
+                cls.total_time,
+                cls.fingerprint,
+            )
+            assert (got.query_time.p95, got.query_time.p99) == (
+                cls.query_time.p95,
+                cls.query_time.p99,
+            ), cls.fingerprint
+
+
+def test_figures_are_the_merged_reports(store: SqlStore) -> None:
+    fill(store)
+    windows = [
+        (UNTIL - timedelta(days=4), UNTIL),
+        (UNTIL - timedelta(hours=30), UNTIL - timedelta(hours=3)),
+    ]
+    for since, until in windows:  # hourly buckets only
+        check(store, since, until)
+    store.roll_up(now=UNTIL)  # whole days from their roll-ups
+    for since, until in windows:
+        check(store, since, until)
+    store.retain(now=UNTIL, hourly_days=2)  # older days' buckets dropped
+    for since, until in windows:
+        check(store, since, until)
+    # the hours with data are those series() counts, per host and fleet-wide
+    since = UNTIL - timedelta(days=4)
+    hours = hours_with_data(store, since, UNTIL, ["db1", "db2"])
+    for host in ("db1", "db2", None):
+        points = store.series(since, UNTIL, step=3600, host=host)
+        assert hours[host] == {p.start for p in points if p.count}
+
+
+def test_mariadb_finds_what_sqlite_finds(server: MariaDB, tmp_path: Path) -> None:
+    outcomes = []
+    for url in (f"sqlite:{tmp_path / 'history.db'}", mysql_url(server)):
+        fill_regressions(url, slowed={"db2"}, new_on={"db1"})
+        store = open_store(url)
+        try:
+            outcome = find_regressions(
+                store, baseline=timedelta(days=7), window=timedelta(hours=24), until=UNTIL
+            ).to_json()
+            if isinstance(store, MysqlStore):
+                store.run(f"DROP DATABASE `{store.target.schema}`")
+        finally:
+            store.close()
+        outcomes.append(outcome | {"store": None})
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0]["counts"]["regressions"] == 2, outcomes[0]
