@@ -108,3 +108,7 @@ def test_the_hour_it_changed_is_the_first_step_that_crosses() -> None:
     new = Regression("db1", "N", "select n", ["new"], [], None, found.window)
     assert first_crossing(points[1:], new, RULES) == hours[2]
     assert first_crossing(points[:3], found, RULES) is None
+    # one stalled statement lifts an hour's p99 and its total time, not its p95: not yet
+    stalled = Point(hours[2], "db1", "A", 20, 0.30, 0.0035, 0.250)
+    assert {"p95", "total_time"} <= set(found.kinds)
+    assert first_crossing([points[0], stalled, *points[3:]], found, RULES) == hours[3]
