@@ -742,7 +742,7 @@ fn round_fast(x: f64, digits: usize) -> Option<f64> {
     const POW10: [f64; 10] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
     let scale = *POW10.get(digits)?;
     let y = x * scale;
-    if !(y.abs() < (1u64 << 50) as f64) {
+    if y.is_nan() || y.abs() >= (1u64 << 50) as f64 {
         return None;
     }
     // 2^-50·|y| is at least two ulps of y; 2^-60 keeps the margin above zero.
