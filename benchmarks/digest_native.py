@@ -213,6 +213,22 @@ def digest_alone(
     return result["seconds"], wall, rss, result
 
 
+def pt_view(path: Path) -> tuple[Path, int]:
+    """The log as pt must read it to find govern's events, and how many MariaDB banners it
+    has. govern reads MariaDB's `mariadbd, Version` banner as a record boundary; pt's pattern
+    knows `mysqld` only and glues the events around it into one junk class (a departure
+    from pt: docs/design/digest-engines.md). Renamed to `xxmysqld,` (same length), the
+    banner is read by pt as govern reads it, as the pt oracles of the tests do."""
+    data = path.read_bytes()
+    banners = data.count(b"mariadbd, Version")
+    if not banners:
+        return path, 0
+    out = CACHE / f"{path.stem}.pt-view.log"
+    if not out.exists():
+        out.write_bytes(data.replace(b"mariadbd, Version", b"xxmysqld, Version"))
+    return out, banners
+
+
 def pt(path: Path) -> tuple[float, int, dict[str, list[float]]]:
     warm(path)
     wall, rss, out = measured(
@@ -334,7 +350,13 @@ def bench(path: Path, args: argparse.Namespace) -> None:
         else slice_of(path, args.pt_slice)
     )
     pt_size = pt_path.stat().st_size
-    pt_secs, pt_rss, pt_found = pt(pt_path)
+    pt_read, banners = pt_view(pt_path)
+    if banners:
+        print(
+            f"{banners} MariaDB banners: pt reads a copy with them renamed to `xxmysqld,`"
+            " (else it glues the events around each into one junk class)"
+        )
+    pt_secs, pt_rss, pt_found = pt(pt_read)
     print(f"pt CPU time: {LAST_CPU[0]:.1f} s, {pt_size / LAST_CPU[0] / 1e6:.1f} MB per CPU-second")
     what = "whole file" if pt_path == path else f"first {pt_size / 1e9:.2f} GB"
     row("pt-query-digest 3.2.1", what, pt_secs, pt_size, pt_rss, f"{len(pt_found)} classes")

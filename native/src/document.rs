@@ -79,12 +79,12 @@ impl Writer<'_> {
         let qt = self.total.num_id(b"Query_time").and_then(|i| c.nums.get(i as usize)).filter(|s| s.count() > 0);
         o.push_str(", \"share\": ");
         match qt {
-            Some(m) if self.ctx.total_time != 0 => float(o, round(div(m.sum(), self.ctx.total_time)?, 6)?)?,
+            Some(m) if self.ctx.total_time != 0 => rounded(o, div(m.sum(), self.ctx.total_time)?, 6)?,
             _ => o.push_str("0.0"),
         }
         o.push_str(", \"qps\": ");
         match self.ctx.window_seconds {
-            Some(w) if w != 0.0 => float(o, round(to_f64(c.count as i128)? / w, 6)?)?,
+            Some(w) if w != 0.0 => rounded(o, to_f64(c.count as i128)? / w, 6)?,
             _ => o.push_str("null"),
         }
         o.push_str(", \"first_seen\": ");
@@ -154,7 +154,7 @@ impl Writer<'_> {
             o.push_str(", \"max\": ");
             number(o, s.max(), decimal)?;
             o.push_str(", \"avg\": ");
-            float(o, round(div(s.sum(), s.count() as i128)? / 1e6, 6)?)?;
+            rounded(o, div(s.sum(), s.count() as i128)? / 1e6, 6)?;
             let buckets = s.buckets();
             let sketched = buckets.iter().map(|b| b.1).sum::<u64>() == s.count();
             for (name, q) in [("median", 500), ("p95", 950), ("p99", 990)] {
@@ -242,7 +242,7 @@ impl Writer<'_> {
         o.push_str("{\"query\": ");
         string(o, utf8(&s.query)?);
         o.push_str(", \"query_time\": ");
-        float(o, seconds(s.query_time)?)?;
+        seconds_text(o, s.query_time)?;
         o.push_str(", \"ts\": ");
         opt_string(o, s.ts.as_ref().map(|t| t.as_bytes()))?;
         for (name, v) in [("db", s.db), ("user", s.user), ("host", s.host)] {
@@ -306,7 +306,7 @@ impl Writer<'_> {
             }
             let o = &mut *self.out;
             let _ = write!(o, "{{\"source\": \"{source}\", \"avg\": ");
-            float(o, round(div(m.sum(), m.count() as i128)? / 1e6, 3)?)?;
+            rounded(o, div(m.sum(), m.count() as i128)? / 1e6, 3)?;
             o.push_str(", \"median\": ");
             let buckets = m.buckets();
             if buckets.iter().map(|b| b.1).sum::<u64>() == m.count() {
@@ -335,9 +335,9 @@ impl Writer<'_> {
             let numerator = n.checked_mul(sxy).and_then(|a| a.checked_sub(sx.checked_mul(sy)?)).ok_or(Fallback)?;
             let slope = div(numerator, denominator)?;
             let intercept = (to_f64(sy)? - slope * to_f64(sx)?) / to_f64(n)?;
-            float(o, round(intercept / 1e6, 9)?)?;
+            rounded(o, intercept / 1e6, 9)?;
             o.push_str(", \"per_row\": ");
-            float(o, round(slope / 1e6, 9)?)?;
+            rounded(o, slope / 1e6, 9)?;
         }
         let _ = write!(o, ", \"statements\": {n}}}");
         Ok(())
@@ -575,7 +575,7 @@ fn runs_figures(o: &mut String, head: &str, runs: &Runs) {
 
 fn mean_run(o: &mut String, runs: &Runs) -> Out {
     if runs.runs > 0 {
-        float(o, round(div(runs.calls as i128, runs.runs as i128)?, 3)?)
+        rounded(o, div(runs.calls as i128, runs.runs as i128)?, 3)
     } else {
         o.push_str("null");
         Ok(())
@@ -597,7 +597,7 @@ fn distinct_count(o: &mut String, kept: &[u64], exact_key: &str) -> Out {
 /// figures.py `number`: micro-units as seconds (6 decimals) or a whole count.
 fn number(o: &mut String, micro: i128, decimal: bool) -> Out {
     if decimal {
-        float(o, seconds(micro)?)
+        seconds_text(o, micro)
     } else {
         int(o, round_int(div(micro, 1_000_000)?)?);
         Ok(())
@@ -730,6 +730,81 @@ fn round(x: f64, digits: usize) -> Out<f64> {
     if !x.is_finite() {
         return Err(Fallback);
     }
+    round_fast(x, digits).map_or_else(|| round_exact(x, digits), Ok)
+}
+
+/// `round` without text: y = x·10^d is within half an ulp of the exact x·10^d (10^d is
+/// exact up to 10^22), so unless y is that close to a half-integer, y's nearest integer
+/// r is the exact value's nearest integer, the decimal r·10^-d is Python's rounding, and
+/// r / 10^d (two exact floats, one correctly rounded division) is the float nearest it,
+/// which is what Python reads back. Near a half, or too large, it says None.
+fn round_fast(x: f64, digits: usize) -> Option<f64> {
+    const POW10: [f64; 10] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
+    let scale = *POW10.get(digits)?;
+    let y = x * scale;
+    if y.is_nan() || y.abs() >= (1u64 << 50) as f64 {
+        return None;
+    }
+    // 2^-50·|y| is at least two ulps of y; 2^-60 keeps the margin above zero.
+    let margin = y.abs() * f64::powi(2.0, -50) + f64::powi(2.0, -60);
+    if ((y - y.floor()) - 0.5).abs() <= margin {
+        return None;
+    }
+    Some(y.round() / scale)
+}
+
+/// `float(o, round(x, digits))` without formatting a float: the rounded decimal r·10^-d
+/// has at most 15 significant digits, so it is the shortest text reading back as its
+/// float (no other decimal that short reads as the same float), which is Python's repr
+/// from 1e-4 up. Elsewhere it goes the long way.
+fn rounded(o: &mut String, x: f64, digits: usize) -> Out {
+    if x.is_finite() && digits <= 9 {
+        let scale = 10u64.pow(digits as u32);
+        if let Some(v) = round_fast(x, digits) {
+            let r = (x * scale as f64).round();
+            let units = r.abs() as u64;
+            if units < 1_000_000_000_000_000 && (units == 0 || digits < 4 || units >= scale / 10_000) {
+                decimal(o, v.is_sign_negative(), units, digits);
+                return Ok(());
+            }
+        }
+    }
+    float(o, round(x, digits)?)
+}
+
+/// `float(o, seconds(micro))`, written from the integer as `rounded` does.
+fn seconds_text(o: &mut String, micro: i128) -> Out {
+    let units = micro.unsigned_abs();
+    if units >= 1_000_000_000_000_000 || (units != 0 && units < 100) {
+        return float(o, seconds(micro)?);
+    }
+    decimal(o, micro < 0, units as u64, 6);
+    Ok(())
+}
+
+/// units·10^-digits as Python's repr writes the float nearest it (from 1e-4 up, under
+/// 10^15 units).
+fn decimal(o: &mut String, negative: bool, units: u64, digits: usize) {
+    let scale = 10u64.pow(digits as u32);
+    if negative {
+        o.push('-');
+    }
+    let (whole, mut fraction) = (units / scale, units % scale);
+    let _ = write!(o, "{whole}.");
+    if fraction == 0 {
+        o.push('0');
+    } else {
+        let mut width = digits;
+        while fraction % 10 == 0 {
+            fraction /= 10;
+            width -= 1;
+        }
+        let _ = write!(o, "{fraction:0width$}");
+    }
+}
+
+/// `round` through Rust's exact decimal formatting (what Python's round does).
+fn round_exact(x: f64, digits: usize) -> Out<f64> {
     StackText::of(format_args!("{x:.digits$}"))?.as_str().parse().map_err(|_| Fallback)
 }
 
@@ -926,6 +1001,85 @@ mod tests {
         // Ties go to even: 2^54 + 2 over 2 is 2^53 + 1 exactly; (2^55 + 2) / 2 = 2^54 + 1 -> 2^54.
         assert_eq!(div_u128((1 << 55) + 2, 2), (1u64 << 54) as f64);
         assert_eq!(div_u128((1 << 55) + 6, 2), ((1u64 << 54) + 4) as f64);
+    }
+
+    #[test]
+    fn rounding_without_text_is_rounding_through_text() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut fast = 0;
+        for i in 0..400_000u64 {
+            let r = next();
+            let x = match i % 4 {
+                0 => (r % 10_000_000_000) as f64 / 1e6,      // seconds-like quotients
+                1 => (r >> 11) as f64 / (1u64 << 53) as f64, // [0, 1)
+                2 => (r % 1_000_000) as f64 / 8.0 / 1e6,     // halves at the 7th decimal
+                _ => f64::from_bits(r >> 2) % 1e9,           // any magnitude
+            };
+            for digits in [0, 3, 6, 9] {
+                let exact = round_exact(x, digits).unwrap();
+                if let Some(y) = round_fast(x, digits) {
+                    fast += 1;
+                    assert_eq!(y.to_bits(), exact.to_bits(), "round({x:e}, {digits})");
+                }
+                assert_eq!(round(x, digits).unwrap().to_bits(), exact.to_bits());
+            }
+        }
+        assert!(fast > 1_000_000, "the fast path ran {fast} times");
+        assert_eq!(round_fast(2.5, 0), None);
+    }
+
+    #[test]
+    fn rounded_text_is_repr_of_round() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..300_000u64 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let x = match i % 4 {
+                0 => (state % 10_000_000_000) as f64 / 1e6,
+                1 => (state >> 11) as f64 / (1u64 << 53) as f64 / 1e3,
+                2 => -((state % 1_000_000) as f64) / 7.0,
+                _ => f64::from_bits(state >> 2) % 1e12,
+            };
+            for digits in [0, 3, 6, 9] {
+                let (mut fast, mut slow) = (String::new(), String::new());
+                rounded(&mut fast, x, digits).unwrap();
+                float(&mut slow, round(x, digits).unwrap()).unwrap();
+                assert_eq!(fast, slow, "round({x:e}, {digits})");
+            }
+        }
+        for (x, digits, text) in
+            [(1e-4, 6, "0.0001"), (5e-5, 6, "5e-05"), (-1e-9, 6, "-0.0"), (0.0, 3, "0.0"), (2.0, 0, "2.0")]
+        {
+            let mut o = String::new();
+            rounded(&mut o, x, digits).unwrap();
+            assert_eq!(o, text);
+        }
+    }
+
+    #[test]
+    fn seconds_text_is_repr_of_seconds() {
+        let mut state = 0x1234_5678_9abc_def1u64;
+        for i in 0..300_000u64 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let micro = match i % 3 {
+                0 => (state % 1_000) as i128,
+                1 => (state % 100_000_000_000) as i128,
+                _ => -((state >> 4) as i128),
+            };
+            let (mut fast, mut slow) = (String::new(), String::new());
+            seconds_text(&mut fast, micro).unwrap();
+            float(&mut slow, seconds(micro).unwrap()).unwrap();
+            assert_eq!(fast, slow, "{micro}");
+        }
     }
 
     #[test]
