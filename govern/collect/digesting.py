@@ -26,7 +26,7 @@ from govern.digest.aggregate import (
     merge,
 )
 from govern.digest.document import SCHEMA, SCHEMA_VERSION, full_document, state_document
-from govern.digest.merge import partial_of
+from govern.digest.merge import merge_sourced, partial_of
 from govern.digest.result import Digest, Source
 from govern.fingerprint import decode, fingerprint_bytes, query_id
 
@@ -81,26 +81,9 @@ class Aggregate:
 
     def add(self, other: Aggregate) -> None:
         """Merge ``other`` (which is consumed) into this aggregate."""
-        mapping = [self._source_index(source) for source in other.sources]
-        part = other.partial
-        for agg in part.all_classes():
-            if agg.sample is not None and agg.sample.file < len(mapping):
-                agg.sample.file = mapping[agg.sample.file]
-        for bad in part.malformed_kept:
-            if bad.file < len(mapping):
-                bad.file = mapping[bad.file]
-        part.ts_seen = part.db_seen = True
-        merge(self.partial, part, max_classes=self.max_classes)
-
-    def _source_index(self, source: Source) -> int:
-        for index, mine in enumerate(self.sources):
-            if mine.name == source.name and mine.host == source.host:
-                mine.bytes += source.bytes
-                mine.problems.extend(p for p in source.problems if p not in mine.problems)
-                return index
-        self.sources.append(Source(source.name, source.host, source.bytes, source.compression))
-        self.sources[-1].problems = list(source.problems)
-        return len(self.sources) - 1
+        merge_sourced(
+            self.partial, self.sources, other.partial, other.sources, max_classes=self.max_classes
+        )
 
     # --- documents ---------------------------------------------------------------------
     def document(self, collect: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -48,6 +48,41 @@ def merge_reports(reports: Sequence[Report], *, max_classes: int, order_by: str)
     )
 
 
+def merge_sourced(
+    partial: Partial,
+    sources: list[Source],
+    part: Partial,
+    part_sources: Sequence[Source],
+    *,
+    max_classes: int,
+) -> None:
+    """Merge ``part`` (consumed) into ``partial`` where the same input comes again (the
+    buckets of one log, the hours of one host): the files its samples and malformed entries
+    point at are renumbered into ``sources``, an input already there (same name and host)
+    counted once, its bytes added."""
+    mapping = [_source_index(sources, source) for source in part_sources]
+    for agg in part.all_classes():
+        if agg.sample is not None and agg.sample.file < len(mapping):
+            agg.sample.file = mapping[agg.sample.file]
+    for bad in part.malformed_kept:
+        if bad.file < len(mapping):
+            bad.file = mapping[bad.file]
+    part.ts_seen = part.db_seen = True
+    merge(partial, part, max_classes=max_classes)
+
+
+def _source_index(sources: list[Source], source: Source) -> int:
+    for index, mine in enumerate(sources):
+        if mine.name == source.name and mine.host == source.host:
+            mine.bytes += source.bytes
+            mine.problems.extend(p for p in source.problems if p not in mine.problems)
+            return index
+    sources.append(
+        Source(source.name, source.host, source.bytes, source.compression, list(source.problems))
+    )
+    return len(sources) - 1
+
+
 def partial_of(document: Mapping[str, Any]) -> tuple[Partial, list[Source]]:
     """A checked document's classes as aggregates, and its inputs (also how govern collect
     reads back the open buckets of its checkpoint)."""

@@ -14,8 +14,8 @@ import gc
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from govern.digest.aggregate import Partial, merge
-from govern.digest.merge import partial_of
+from govern.digest.aggregate import Partial
+from govern.digest.merge import merge_sourced, partial_of
 from govern.digest.result import Digest, Source
 from govern.history.rows import decode_class
 
@@ -58,28 +58,7 @@ class Merger:
         document["unreported"] = meta.get("unreported") or []
         document["malformed"] = meta.get("malformed") or []
         part, sources = partial_of(document)
-        mapping = [self._source_index(source) for source in sources]
-        for agg in part.all_classes():
-            if agg.sample is not None and agg.sample.file < len(mapping):
-                agg.sample.file = mapping[agg.sample.file]
-        for bad in part.malformed_kept:
-            if bad.file < len(mapping):
-                bad.file = mapping[bad.file]
-        part.ts_seen = part.db_seen = True
-        merge(self.partial, part, max_classes=self.max_classes)
-
-    def _source_index(self, source: Source) -> int:
-        for index, mine in enumerate(self.sources):
-            if mine.name == source.name and mine.host == source.host:
-                mine.bytes += source.bytes
-                mine.problems.extend(p for p in source.problems if p not in mine.problems)
-                return index
-        self.sources.append(
-            Source(
-                source.name, source.host, source.bytes, source.compression, list(source.problems)
-            )
-        )
-        return len(self.sources) - 1
+        merge_sourced(self.partial, self.sources, part, sources, max_classes=self.max_classes)
 
     def digest(self, *, order_by: str = "Query_time:sum", max_classes: int | None = None) -> Digest:
         if max_classes is not None and max_classes < self.max_classes:
