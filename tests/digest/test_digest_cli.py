@@ -385,9 +385,10 @@ def test_document_fields_are_the_documented_ones() -> None:
         return names
 
     document = digest_json(str(DATA / "mariadb.log"))
-    # collect: only in the buckets govern collect writes
-    assert documented(top_table) - {"collect"} == set(document)
-    assert documented(class_table) == set(document["classes"][0])
+    # collect: only in the buckets govern collect writes; store: only in a report over a
+    # history store (govern digest --store)
+    assert documented(top_table) - {"collect", "store"} == set(document)
+    assert documented(class_table) - {"top_hosts"} == set(document["classes"][0])
 
 
 def test_log_cut_inside_an_event(tmp_path: Path) -> None:
