@@ -10,6 +10,12 @@ asked (classes past the count floors), its worst row's state only when its plan 
 fingerprint is (:class:`ClassFigures`). A host's whole fresh days come from its day roll-up,
 the rest from its hourly rows, as ``report()`` reads them; the fleet is the sum of its hosts.
 
+The work follows what can be a finding, not the store (:func:`span_figures`): the additive
+figures (count, total, largest Query_time and where it is) are summed by the server, one
+``GROUP BY host, class_id`` query for every host whose days read alike; a class's rows
+(their sketch blobs) are read only when its percentiles are asked, in batches
+(:meth:`Source.load`).
+
 The figures are those of the merged report, exactly: percentiles from the same merged sketch
 clamped to the same exact [min, max] (the max is a column; the min is read from the states
 in the one case it matters, a percentile in the lowest, wider-than-one-value bucket), the
@@ -41,17 +47,17 @@ class ClassFigures:
     a report's class (``key``, ``id``, ``count``, ``total_time``, ``query_time``,
     ``sample``, ``fingerprint``), the costly parts computed on first use."""
 
-    __slots__ = ("_fingerprint", "_plan", "_plan_read", "_read", "_sketch", "_stat",
-                 "blobs", "count", "id", "merged", "micro", "qt_max", "rows", "worst", "worst_order")  # fmt: skip
+    __slots__ = ("_fingerprint", "_plan", "_plan_read", "_read", "_rows", "_sketch", "_stat",
+                 "count", "id", "micro", "parts", "qt_max", "source", "worst", "worst_order")  # fmt: skip
 
-    def __init__(self, class_id: str, read: StateReader) -> None:
+    def __init__(self, class_id: str, read: StateReader, source: Source | None = None) -> None:
         self.id = class_id
         self.count = 0
         self.micro = 0
         self.qt_max = -1
-        self.rows: list[tuple[Ref, bytes | None, int]] = []  # (where, sketch blob, count)
-        self.blobs: list[bytes | None] = []  # Query_time sketches not merged yet
-        self.merged: list[dict[int, int]] = []  # hosts' sketches, already merged
+        self.source = source  # where a host's rows are (None: the fleet's, from its parts)
+        self.parts: list[ClassFigures] = []  # the fleet's: each host's figures
+        self._rows: list[tuple[Ref, bytes | None, int]] | None = None
         self.worst: Ref | None = None
         self.worst_order: tuple[Any, ...] = ()
         self._read = read
@@ -61,33 +67,35 @@ class ClassFigures:
         self._plan: dict[str, Any] | None = None
         self._plan_read = False
 
-    def add(
-        self,
-        ref: Ref,
-        count: int,
-        micro: int,
-        qt_max: int,
-        blob: bytes | None,
-        order: tuple[Any, ...],
-    ) -> None:
-        """A row; ``order`` is its place in report()'s merge (the last worst event wins)."""
+    def add(self, count: int, micro: int, qt_max: int, ref: Ref, order: tuple[Any, ...]) -> None:
+        """Summed rows, their worst at ``ref``; ``order`` is its place in report()'s merge
+        (the last worst event wins)."""
         self.count += count
         self.micro += micro
-        self.rows.append((ref, blob, count))
-        self.blobs.append(blob)
         if qt_max > self.qt_max or (qt_max == self.qt_max and order > self.worst_order):
             self.qt_max, self.worst, self.worst_order = qt_max, ref, order
+
+    @property
+    def rows(self) -> list[tuple[Ref, bytes | None, int]]:
+        """(where, Query_time sketch blob, count) of every row, read on first use."""
+        if self.parts:
+            return [row for part in self.parts for row in part.rows]
+        if self._rows is None:
+            if self.source is None:
+                return []
+            self.source.load([self])
+        assert self._rows is not None
+        return self._rows
+
+    @property
+    def loaded(self) -> bool:
+        return all(part.loaded for part in self.parts) if self.parts else self._rows is not None
 
     def absorb(self, other: ClassFigures) -> None:
         """Another host's figures of the class (the fleet): its sketch merged once, reused."""
         self.count += other.count
         self.micro += other.micro
-        self.rows += other.rows
-        if other._sketch is not None:
-            self.merged.append(other._sketch)
-        else:
-            self.merged += other.merged
-            self.blobs += other.blobs
+        self.parts.append(other)
         if other.worst is not None and (
             other.qt_max > self.qt_max
             or (other.qt_max == self.qt_max and other.worst_order > self.worst_order)
@@ -136,12 +144,13 @@ class ClassFigures:
     def merged_sketch(self) -> dict[int, int]:
         if self._sketch is None:
             merged: dict[int, int] = {}
-            for part in self.merged:
-                sketch.merge_into(merged, part)
-            for blob in self.blobs:
-                if blob is not None:  # [[key, count], …] (rows.py), added in place
-                    for key, count in unpack(blob):
-                        merged[key] = merged.get(key, 0) + count
+            for part in self.parts:
+                sketch.merge_into(merged, part.merged_sketch())
+            if not self.parts:
+                for _, blob, _ in self.rows:
+                    if blob is not None:  # [[key, count], …] (rows.py), added in place
+                        for key, count in unpack(blob):
+                            merged[key] = merged.get(key, 0) + count
             self._sketch = merged
         return self._sketch
 
@@ -279,60 +288,145 @@ class Figures:
         return cls(total)
 
 
+class Source:
+    """Where a host's rows of one span are: its fresh days' roll-ups, then its hourly rows
+    in ``ranges``; :meth:`load` reads the rows of many classes in a few queries."""
+
+    def __init__(
+        self, store: SqlStore, host: str, days: list[str], ranges: list[tuple[str, str]]
+    ) -> None:
+        self.store, self.host, self.days, self.ranges = store, host, days, ranges
+        self.queries = 0
+
+    def load(self, classes: Iterable[ClassFigures]) -> None:
+        """Read the rows of ``classes`` not read yet (a query per part and batch)."""
+        todo = [cls for cls in classes if cls._rows is None]
+        fresh = set(self.days)
+        for index in range(0, len(todo), BATCH):
+            chunk = {cls.id: cls for cls in todo[index : index + BATCH]}
+            found: dict[str, list[tuple[Ref, bytes | None, int]]] = {name: [] for name in chunk}
+            marks = ", ".join(["?"] * len(chunk))
+            parts: list[tuple[str, str, str, str]] = []
+            if self.days:
+                parts.append(("history_day_classes", "day", self.days[0], self.days[-1]))
+            parts += [("history_classes", "start", low, high) for low, high in self.ranges]
+            for table, column, low, high in parts:
+                upper = "<=" if table == "history_day_classes" else "<"
+                rows = self.store.run(
+                    f"SELECT {column}, class_id, count, qt_sketch FROM {table}"
+                    f" WHERE host = ? AND {column} >= ? AND {column} {upper} ?"
+                    f" AND class_id IN ({marks})",
+                    (self.host, low, high, *chunk),
+                )
+                self.queries += 1
+                for when, class_id, count, blob in rows:
+                    at = _text(when)
+                    if table == "history_day_classes" and at not in fresh:
+                        continue  # a stale day between fresh ones: read from its hours
+                    name = str(class_id)
+                    found[name].append(((table, self.host, at, name), blob, int(count)))
+            for name, cls in chunk.items():
+                cls._rows = found[name]
+
+
+def load(classes: Iterable[ClassFigures]) -> None:
+    """Read the rows of ``classes`` (hosts' or the fleet's), batched per host and span."""
+    by_source: dict[int, tuple[Source, list[ClassFigures]]] = {}
+    for cls in classes:
+        for part in cls.parts or [cls]:
+            if part._rows is None and part.source is not None:
+                by_source.setdefault(id(part.source), (part.source, []))[1].append(part)
+    for source, todo in by_source.values():
+        source.load(todo)
+
+
+def span_figures(
+    store: SqlStore, read: StateReader, hosts: list[str], since: dt.datetime, until: dt.datetime
+) -> dict[str, Figures]:
+    """Each host's classes over [since, until): whole fresh days from its day roll-ups, the
+    rest from its hourly rows (report()'s reading). The server sums each class's count and
+    time and finds its worst row, for every host whose fresh days are the same in one query;
+    the rows themselves are read when a class's percentiles are asked."""
+    days = _full_days(since, until)
+    fresh: dict[str, set[str]] = {host: set() for host in hosts}
+    if days:
+        for host, day in store.run(
+            "SELECT host, day FROM history_days WHERE day >= ? AND day <= ?"
+            " AND stale = 0 AND meta IS NOT NULL",
+            (days[0], days[-1]),
+        ):
+            if str(host) in fresh:
+                fresh[str(host)].add(_text(day))
+    alike: dict[tuple[str, ...], list[str]] = {}
+    for host in hosts:
+        alike.setdefault(tuple(sorted(fresh[host])), []).append(host)
+    found: dict[str, Figures] = {}
+    for whole, members in alike.items():
+        ranges = list(_hour_ranges(since, until, days, set(whole)))
+        sources = {host: Source(store, host, list(whole), ranges) for host in members}
+        figures = {host: Figures({}) for host in members}
+        for host, class_id, count, micro, worst in _sums(store, members, whole, ranges):
+            name = str(class_id)
+            qt_max, rank, at = _worst(worst)
+            table = "history_classes" if rank else "history_day_classes"
+            cls = ClassFigures(name, read, sources[str(host)])
+            cls.add(int(count), int(micro), qt_max, (table, str(host), at, name),
+                    (rank, str(host), at))  # fmt: skip
+            figures[str(host)].by_id[name] = cls
+        found.update(figures)
+    return {host: found[host] for host in hosts}
+
+
+def _sums(
+    store: SqlStore, hosts: list[str], days: tuple[str, ...], ranges: list[tuple[str, str]]
+) -> list[tuple[Any, ...]]:
+    """(host, class ID, count, total µs, worst) of ``hosts`` over ``days`` and ``ranges``;
+    worst: the largest of "qt_max rank when" (qt_max padded to 20 digits; rank 0 for a
+    day's row, 1 for an hour's), report()'s merge order of ties."""
+    if store.dialect == "mysql":
+        key = "CONCAT(LPAD(qt_max, 20, '0'), ' {rank} ', {column})"
+    else:
+        key = "printf('%020d', qt_max) || ' {rank} ' || {column}"
+    marks = ", ".join(["?"] * len(hosts))
+    parts: list[str] = []
+    args: list[Any] = []
+    if days:
+        parts.append(
+            "SELECT host, class_id, count, query_time, "
+            + key.format(rank=0, column="day")
+            + f" AS worst FROM history_day_classes WHERE host IN ({marks})"
+            + f" AND day IN ({', '.join(['?'] * len(days))})"
+        )
+        args += [*hosts, *days]
+    for low, high in ranges:
+        parts.append(
+            "SELECT host, class_id, count, query_time, "
+            + key.format(rank=1, column="start")
+            + f" AS worst FROM history_classes WHERE host IN ({marks})"
+            " AND start >= ? AND start < ?"
+        )
+        args += [*hosts, low, high]
+    if not parts:
+        return []
+    return store.run(
+        "SELECT host, class_id, SUM(count), SUM(query_time), MAX(worst) FROM ("
+        + " UNION ALL ".join(parts)
+        + ") AS part GROUP BY host, class_id",
+        args,
+    )
+
+
+def _worst(value: Any) -> tuple[int, int, str]:
+    """(qt_max, rank, when) of a ``_sums`` worst."""
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    return int(text[:20]), int(text[21]), text[23:]
+
+
 def host_figures(
     store: SqlStore, read: StateReader, host: str, since: dt.datetime, until: dt.datetime
 ) -> Figures:
-    """A host's classes over [since, until): whole fresh days from its day roll-ups, the
-    rest from its hourly rows (report()'s reading)."""
-    days = _full_days(since, until)
-    fresh: set[str] = set()
-    if days:
-        fresh = {
-            _text(day)
-            for (day,) in store.run(
-                "SELECT day FROM history_days WHERE host = ? AND day >= ? AND day <= ?"
-                " AND stale = 0 AND meta IS NOT NULL",
-                (host, days[0], days[-1]),
-            )
-        }
-    classes: dict[str, ClassFigures] = {}
-
-    def add(rows: Iterable[tuple[Any, ...]], table: str, rank: int) -> None:
-        for when, class_id, count, micro, qt_max, blob in rows:
-            name = str(class_id)
-            slot = classes.get(name)
-            if slot is None:
-                slot = classes[name] = ClassFigures(name, read)
-            at = _text(when)
-            slot.add((table, host, at, name), int(count), int(micro), int(qt_max), blob,
-                     (rank, host, at))  # fmt: skip
-
-    if fresh:  # a stale day between two fresh ones is read from its hours below
-        add(
-            (
-                row
-                for row in store.run(
-                    "SELECT day, class_id, count, query_time, qt_max, qt_sketch"
-                    " FROM history_day_classes WHERE host = ? AND day >= ? AND day <= ?",
-                    (host, min(fresh), max(fresh)),
-                )
-                if _text(row[0]) in fresh
-            ),
-            "history_day_classes",
-            0,
-        )
-    for low, high in _hour_ranges(since, until, days, fresh):
-        add(
-            store.run(
-                "SELECT start, class_id, count, query_time, qt_max, qt_sketch"
-                " FROM history_classes WHERE host = ? AND start >= ? AND start < ?"
-                " ORDER BY start",
-                (host, low, high),
-            ),
-            "history_classes",
-            1,
-        )
-    return Figures(classes)
+    """One host's classes over [since, until) (:func:`span_figures`)."""
+    return span_figures(store, read, [host], since, until)[host]
 
 
 def hours_with_data(
