@@ -31,7 +31,7 @@ from typing import Any
 
 from govern import sketch
 from govern.digest.report import SampleQuery
-from govern.history.rows import sketch_of, unpack
+from govern.history.rows import sketch_of, state_summary, unpack
 from govern.history.sql import SqlStore, stamp
 
 QUANTILES = (0.95, 0.99)
@@ -40,6 +40,8 @@ BATCH = 500
 
 #: Where a row's state is: (table, host, start or day, class ID).
 Ref = tuple[str, str, str, str]
+#: (p95, p99) in seconds.
+Pair = tuple[float | None, float | None]
 
 
 class ClassFigures:
@@ -47,7 +49,7 @@ class ClassFigures:
     a report's class (``key``, ``id``, ``count``, ``total_time``, ``query_time``,
     ``sample``, ``fingerprint``), the costly parts computed on first use."""
 
-    __slots__ = ("_fingerprint", "_plan", "_plan_read", "_read", "_rows", "_sketch", "_stat",
+    __slots__ = ("_bounds", "_fingerprint", "_plan", "_plan_read", "_read", "_rows", "_sketch", "_stat",
                  "count", "id", "micro", "parts", "qt_max", "source", "worst", "worst_order")  # fmt: skip
 
     def __init__(self, class_id: str, read: StateReader, source: Source | None = None) -> None:
@@ -62,7 +64,8 @@ class ClassFigures:
         self.worst_order: tuple[Any, ...] = ()
         self._read = read
         self._sketch: dict[int, int] | None = None
-        self._stat: tuple[float | None, float | None] | None = None
+        self._stat: Pair | None = None
+        self._bounds: tuple[Pair, Pair] | None = None
         self._fingerprint: str | None = None
         self._plan: dict[str, Any] | None = None
         self._plan_read = False
@@ -121,24 +124,42 @@ class ClassFigures:
             self._stat = self._quantiles()
         return self._stat
 
+    def percentile_bounds(self) -> tuple[Pair, Pair]:
+        """The lowest and the highest (p95, p99) can be, from the merged sketches alone: a
+        percentile in the lowest bucket is clamped to the exact minimum, which only the
+        states hold (somewhere in that bucket). Equal when no state is needed."""
+        if self._stat is not None:
+            return self._stat, self._stat
+        if self._bounds is None:
+            merged = self.merged_sketch()
+            if not merged or sum(merged.values()) != self.count:
+                exact = self.percentiles()
+                self._bounds = (exact, exact)
+            else:
+                low, top = sketch.bucket_range(min(merged))
+                lowest = self._values(merged, low)
+                self._bounds = (lowest, self._values(merged, top) if self._clamped() else lowest)
+                if self._bounds[0] == self._bounds[1]:
+                    self._stat = lowest
+        return self._bounds
+
     @property
     def sample(self) -> SampleQuery:
         """The worst event's plan (nothing else of the sample is read)."""
         if not self._plan_read:
-            state = self._worst_state()
-            sample = (state or {}).get("sample") or {}
-            self._plan, self._plan_read = sample.get("plan"), True
+            summary = self._worst_state()
+            self._plan, self._plan_read = (summary[1] if summary else None), True
         return SampleQuery("", plan=self._plan)
 
     @property
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            state = self._worst_state()
-            self._fingerprint = str(state.get("fingerprint") or "") if state else ""
+            summary = self._worst_state()
+            self._fingerprint = summary[0] if summary else ""
         return self._fingerprint
 
     # --- the costly parts ---------------------------------------------------------------
-    def _worst_state(self) -> dict[str, Any] | None:
+    def _worst_state(self) -> Summary | None:
         return None if self.worst is None else self._read(self.worst)
 
     def merged_sketch(self) -> dict[int, int]:
@@ -161,27 +182,39 @@ class ClassFigures:
         if not merged:
             return None, None
         lowest = min(merged)
-        low, top = sketch.bucket_range(lowest)
-        rank = -((-round(QUANTILES[0] * 1000) * self.count) // 1000)
-        if top > low and merged[lowest] >= rank:
+        low = sketch.bucket_range(lowest)[0]
+        if self._clamped():
             # p95 is in the lowest bucket, whose value may lie below the exact minimum (the
             # clamp): read the minimum of the rows holding that bucket
-            low = min(self._row_min(ref) for ref, blob, _ in self.rows if lowest in sketch_of(blob))
+            refs = [ref for ref, blob, _ in self.rows if lowest in sketch_of(blob)]
+            self._read.prefetch(refs)
+            low = min(self._row_min(ref) for ref in refs)
         # below the lowest bucket, any lower bound clamps nothing
+        return self._values(merged, low)
+
+    def _clamped(self) -> bool:
+        """p95 is in the lowest bucket, wider than one value (the exact minimum matters)."""
+        merged = self.merged_sketch()
+        lowest = min(merged)
+        low, top = sketch.bucket_range(lowest)
+        rank = -((-round(QUANTILES[0] * 1000) * self.count) // 1000)
+        return top > low and merged[lowest] >= rank
+
+    def _values(self, merged: dict[int, int], low: int) -> Pair:
         values = sketch.quantiles(merged, QUANTILES, low, self.qt_max)
         p95, p99 = (round(value / 1_000_000, 6) for value in values)
         return p95, p99
 
     def _row_min(self, ref: Ref) -> int:
-        metric = ((self._read(ref) or {}).get("state") or {}).get("metrics", {}).get("Query_time")
-        return int(metric["min"]) if metric else 0
+        summary = self._read(ref)
+        return (summary[2] or 0) if summary else 0
 
     def _exact_quantiles(self) -> tuple[float | None, float | None]:
         """From the rows' saved Query_time metrics, as a merged report computes them."""
         count, low, high = 0, 0, 0
         buckets: dict[int, int] = {}
         for ref, _, _ in self.rows:
-            state = self._read(ref)
+            state = self._read.document(ref)
             metric = (state or {}).get("state", {}).get("metrics", {}).get("Query_time")
             if not metric or not metric["count"]:
                 continue
@@ -223,19 +256,31 @@ class QueryTime:
         return self._of.percentiles()[1]
 
 
+#: What a regression check reads of a class state (rows.state_summary).
+Summary = tuple[str, dict[str, Any] | None, int | None]
+
+
 class StateReader:
-    """A row's class state, read once; :meth:`prefetch` reads many in a few queries (a
-    round trip per state would dominate on a MySQL store)."""
+    """A row's class state, read once, kept as its :data:`Summary` (fingerprint, plan,
+    Query_time's minimum); :meth:`prefetch` reads many in a few queries (a round trip per
+    state would dominate on a MySQL store)."""
 
     def __init__(self, store: SqlStore) -> None:
         self.store = store
         self.reads = 0
-        self.cache: dict[Ref, dict[str, Any] | None] = {}
+        self.cache: dict[Ref, Summary | None] = {}
 
-    def __call__(self, ref: Ref) -> dict[str, Any] | None:
+    def __call__(self, ref: Ref) -> Summary | None:
         if ref not in self.cache:
             self.prefetch([ref])
         return self.cache.get(ref)
+
+    def document(self, ref: Ref) -> dict[str, Any] | None:
+        """The whole state (rare: a class whose sketches miss some events)."""
+        for rows in self._states(ref[0], ref[1], ref[2], [ref[3]]):
+            for _, state in rows:
+                return dict(unpack(state))
+        return None
 
     def prefetch(self, refs: Iterable[Ref]) -> None:
         """Read the states of ``refs``: one query per (table, host, bucket or day)."""
@@ -244,22 +289,30 @@ class StateReader:
             if (table, host, when, class_id) not in self.cache:
                 groups.setdefault((table, host, when), []).append(class_id)
         for (table, host, when), ids in groups.items():
-            column = "start" if table == "history_classes" else "day"
             for index in range(0, len(ids), BATCH):
                 chunk = ids[index : index + BATCH]
-                marks = ", ".join(["?"] * len(chunk))
-                rows = self.store.run(
-                    f"SELECT class_id, state FROM {table}"
-                    f" WHERE host = ? AND {column} = ? AND class_id IN ({marks})",
-                    (host, when, *chunk),
-                )
-                self.reads += 1
-                found = {str(class_id): state for class_id, state in rows}
+                found = {
+                    str(class_id): state
+                    for rows in self._states(table, host, when, chunk)
+                    for class_id, state in rows
+                }
                 for class_id in chunk:
                     state = found.get(class_id)
                     self.cache[(table, host, when, class_id)] = (
-                        None if state is None else dict(unpack(state))
+                        None if state is None else state_summary(state)
                     )
+
+    def _states(
+        self, table: str, host: str, when: str, ids: list[str]
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        column = "start" if table == "history_classes" else "day"
+        marks = ", ".join(["?"] * len(ids))
+        self.reads += 1
+        yield self.store.run(
+            f"SELECT class_id, state FROM {table}"
+            f" WHERE host = ? AND {column} = ? AND class_id IN ({marks})",
+            (host, when, *ids),
+        )
 
     def forget(self) -> None:
         self.cache.clear()

@@ -24,7 +24,14 @@ from typing import Any, Protocol
 
 from govern import units
 from govern.digest.report import SampleQuery
-from govern.history.figures import Figures, StateReader, hours_with_data, load, span_figures
+from govern.history.figures import (
+    Figures,
+    Pair,
+    StateReader,
+    hours_with_data,
+    load,
+    span_figures,
+)
 from govern.history.model import TOP_HOSTS, Point
 from govern.history.sql import SqlStore
 from govern.history.store import HistoryStore
@@ -265,18 +272,20 @@ def judge(
             continue
         # a percentile is at most the largest event: below min_time, neither p95 nor p99 can
         # have grown by min_time (and the baseline's matter only past the count floor), so
-        # a fast class's sketches are not merged unless it is a finding
+        # a fast class's sketches are not merged unless it is a finding; nor the baseline's
+        # when the window's p95 and p99 are below min_time; the exact percentiles (which
+        # may need states) only when their bounds allow a rise
         peak = cls.query_time.max
-        rule = peak is None or peak >= rules.min_time
+        rule = (peak is None or peak >= rules.min_time) and was_class.count >= rules.min_count
+        if rule:
+            high = bounds(cls)[1]
+            rule = any(value is not None and value >= rules.min_time for value in high)
+            rule = rule and any(
+                rose(old, new, rules.factor, rules.min_time)
+                for old, new in zip(bounds(was_class)[0], high, strict=True)
+            )
         now = side(cls, window_hours, plan=False, percentiles=rule)
-        # nor can they below min_time in the window: the baseline's are then not merged
-        rule = rule and _could_rise(now, rules)
-        was = side(
-            was_class,
-            baseline_hours,
-            plan=False,
-            percentiles=rule and was_class.count >= rules.min_count,
-        )
+        was = side(was_class, baseline_hours, plan=False, percentiles=rule)
         kinds, reasons = _slower(was, now, rules, window_hours)
         # the baseline's plan matters only when the window's has one
         now_plan = plan_of(cls)
@@ -293,9 +302,16 @@ def judge(
     return found
 
 
-def _could_rise(now: Side, rules: Rules) -> bool:
-    """The window's p95 or p99 is high enough to have risen by ``min_time``."""
-    return any(value is not None and value >= rules.min_time for value in (now.p95, now.p99))
+def bounds(cls: Judged) -> tuple[Pair, Pair]:
+    """The lowest and highest a class's (p95, p99) can be: the lean figures may know them
+    only to within a sketch bucket until states are read (figures.py); a report's are
+    exact."""
+    known = getattr(cls, "percentile_bounds", None)
+    if known is not None:
+        found: tuple[Pair, Pair] = known()
+        return found
+    stat = cls.query_time
+    return (stat.p95, stat.p99), (stat.p95, stat.p99)
 
 
 def _slower(was: Side, now: Side, rules: Rules, window_hours: float) -> tuple[list[str], list[str]]:
@@ -512,7 +528,7 @@ def prepare(read: StateReader, spans: list[tuple[Figures, Figures]], rules: Rule
         for cls, was in slow
         if was is not None
         and was.count >= rules.min_count
-        and any(value is not None and value >= rules.min_time for value in cls.percentiles())
+        and any(value is not None and value >= rules.min_time for value in bounds(cls)[1])
     )
     read.prefetch(cls.worst for cls, _ in counted if cls.worst)
 
