@@ -438,8 +438,12 @@ def _sums(
     day's row, 1 for an hour's), report()'s merge order of ties."""
     if store.dialect == "mysql":
         key = "CONCAT(LPAD(qt_max, 20, '0'), ' {rank} ', {column})"
+        index = "{table} FORCE INDEX ({table}_figures)"
     else:
         key = "printf('%020d', qt_max) || ' {rank} ' || {column}"
+        index = "{table} INDEXED BY {table}_figures"
+    # the covering indexes of migration 0005: the rows' states are not read (MariaDB
+    # chose the primary key, and read them, 5x slower)
     marks = ", ".join(["?"] * len(hosts))
     parts: list[str] = []
     args: list[Any] = []
@@ -447,7 +451,8 @@ def _sums(
         parts.append(
             "SELECT host, class_id, count, query_time, "
             + key.format(rank=0, column="day")
-            + f" AS worst FROM history_day_classes WHERE host IN ({marks})"
+            + f" AS worst FROM {index.format(table='history_day_classes')}"
+            + f" WHERE host IN ({marks})"
             + f" AND day IN ({', '.join(['?'] * len(days))})"
         )
         args += [*hosts, *days]
@@ -455,7 +460,8 @@ def _sums(
         parts.append(
             "SELECT host, class_id, count, query_time, "
             + key.format(rank=1, column="start")
-            + f" AS worst FROM history_classes WHERE host IN ({marks})"
+            + f" AS worst FROM {index.format(table='history_classes')}"
+            + f" WHERE host IN ({marks})"
             " AND start >= ? AND start < ?"
         )
         args += [*hosts, low, high]
