@@ -443,26 +443,28 @@ def _sums(
         key = "printf('%020d', qt_max) || ' {rank} ' || {column}"
         index = "{table} INDEXED BY {table}_figures"
     # the covering indexes of migration 0005: the rows' states are not read (MariaDB
-    # chose the primary key, and read them, 5x slower)
+    # chose the primary key, and read them, 5x slower); each part grouped on its own, so
+    # the union the outer query groups again is a row per class and part, not per row
+    # (a union of the rows went to an on-disk temporary table)
     marks = ", ".join(["?"] * len(hosts))
     parts: list[str] = []
     args: list[Any] = []
     if days:
         parts.append(
-            "SELECT host, class_id, count, query_time, "
+            "SELECT host, class_id, SUM(count) AS count, SUM(query_time) AS query_time, MAX("
             + key.format(rank=0, column="day")
-            + f" AS worst FROM {index.format(table='history_day_classes')}"
+            + f") AS worst FROM {index.format(table='history_day_classes')}"
             + f" WHERE host IN ({marks})"
-            + f" AND day IN ({', '.join(['?'] * len(days))})"
+            + f" AND day IN ({', '.join(['?'] * len(days))}) GROUP BY host, class_id"
         )
         args += [*hosts, *days]
     for low, high in ranges:
         parts.append(
-            "SELECT host, class_id, count, query_time, "
+            "SELECT host, class_id, SUM(count) AS count, SUM(query_time) AS query_time, MAX("
             + key.format(rank=1, column="start")
-            + f" AS worst FROM {index.format(table='history_classes')}"
+            + f") AS worst FROM {index.format(table='history_classes')}"
             + f" WHERE host IN ({marks})"
-            " AND start >= ? AND start < ?"
+            " AND start >= ? AND start < ? GROUP BY host, class_id"
         )
         args += [*hosts, low, high]
     if not parts:
