@@ -656,7 +656,11 @@ class SqlStore:
         first = FLEET_HOURS.number(stamp(since)) + (0 if since == _hour_of(since) else 1)
         last = FLEET_HOURS.number(stamp(until)) - 1
         whole = set(days)
-        wanted = {n for n in range(first, last + 1) if FLEET_HOURS.key(n)[:10] not in whole}
+        if days:  # the edges: before the first whole day, after the last
+            wanted = set(range(first, FLEET_HOURS.number(days[0] + " 00:00:00")))
+            wanted.update(range(FLEET_HOURS.number(days[-1] + " 23:00:00") + 1, last + 1))
+        else:
+            wanted = set(range(first, last + 1))
         candidates = whole - done
         if not candidates:
             return wanted
@@ -945,6 +949,7 @@ class SqlStore:
             self._roll_up_day(str(name), _text(day), int(version))
         hour_latest = stamp(now - dt.timedelta(seconds=HOUR_ROLL_UP_AFTER + 3600))
         hours = self._roll_up_fleet_hours(hour_latest)
+        blocks = self._roll_up_blocks(FLEET_HOURS, FLEET_HOURS.number(hour_latest))
         fleet = 0
         for day, version in self.run(
             "SELECT day, version FROM history_fleet_days WHERE stale = 1 AND day <= ?", (latest,)
@@ -955,9 +960,13 @@ class SqlStore:
                 continue
             self._roll_up_fleet_day(_text(day), int(version))
             fleet += 1
-        blocks = self._roll_up_blocks(FLEET_DAYS, FLEET_DAYS.number(latest))
-        blocks += self._roll_up_blocks(FLEET_HOURS, FLEET_HOURS.number(hour_latest))
-        for name in sorted({str(row[0]) for row in stale} | ({host} if host else set())):
+        blocks += self._roll_up_blocks(FLEET_DAYS, FLEET_DAYS.number(latest))
+        names = (
+            [host]
+            if host
+            else [str(row[0]) for row in self.run("SELECT DISTINCT host FROM history_days")]
+        )
+        for name in sorted(names):  # each collector builds its own host's blocks
             blocks += self._roll_up_blocks(HOST_DAYS.of(name), HOST_DAYS.number(latest))
         seconds = (dt.datetime.now() - began).total_seconds()
         return RollUp(len(stale), fleet, seconds, blocks, hours)
@@ -1106,8 +1115,16 @@ class SqlStore:
         names = [str(row[0]) for row in self.run(
             "SELECT host FROM history_days WHERE day = ? AND meta IS NOT NULL ORDER BY host", (day,)
         )]  # fmt: skip
-        for name in names:
-            merger.add(*self._day_unit(name, day, shares))
+        # from the fleet's hours when they hold the whole day (3 blocks of 8 hours: a row a
+        # class for each instead of one per host), else from every host's day
+        done: set[str] = set()
+        hours = self._wanted_hours(_day_start(day), _day_start(day), [day], done)
+        if hours:  # (every hour with buckets is fresh: the plan reads each)
+            for start, span in self._plan(FLEET_HOURS, hours):
+                merger.add(*self._read(FLEET_HOURS, start, span, shares))
+        else:
+            for name in names:
+                merger.add(*self._day_unit(name, day, shares))
         rows = digest_rows(merger.digest())
         with self._transaction():
             self.run("DELETE FROM history_fleet_classes WHERE day = ?", (day,))
