@@ -11,9 +11,14 @@ Tables (docs/design/history.md, "Schema"):
   with every host's count and time (``hosts``): a fleet report of a week reads 7 rows a
   class instead of 50 × 168.
 
-A report reads, for each full day of its window, the fleet's roll-up when it is fresh
-(no host filter), else each host's day roll-up when fresh, else the host's buckets; the
-hours at the window's edges come from the buckets.
+* ``history_fleet_hours`` / ``history_fleet_hour_classes``: every host's buckets of an hour
+  merged, each class with every host's count and time: the edges of a window that cuts days.
+* blocks of 2 to 64 days (the fleet's, each host's) and of 2 to 8 hours (the fleet's),
+  each the merge of its halves (govern/history/ladders.py).
+
+A report of every host reads the fleet's blocks and days for whole days, the fleet's blocks
+of hours and hours for the rest; then each host its blocks and days for the whole days left,
+and its buckets for what is still left (docs/design/history.md, "Roll-ups").
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ ROLL_UP_AFTER = 3600
 #: A fleet hour is rolled up once it ended this long ago (collect closes a bucket 5 minutes
 #: after its end by default; a bucket arriving later marks the hour stale again).
 HOUR_ROLL_UP_AFTER = 900
+#: A claim on a fleet hour's roll-up is taken over after this (its collector died).
+CLAIM_FOR = dt.timedelta(minutes=10)
 #: Rows inserted per statement.
 BATCH = 500
 
@@ -180,7 +187,8 @@ def _fleet_hours(blob: str, text: str, day: str, stamp: str, engine: str) -> str
         qt_sketch  {blob},
         meta       {blob},
         hosts      INT,
-        rolled_at  {stamp}
+        rolled_at  {stamp},
+        claimed_at {stamp}
     ){engine};
     CREATE TABLE history_fleet_hour_classes (
         start      {stamp} NOT NULL,
@@ -975,9 +983,8 @@ class SqlStore:
         """Roll up every stale fleet hour that starts by ``latest``, unless a host's buckets
         of its day were dropped (its hours are then read from the day roll-ups)."""
         done = 0
-        for start, version in self.run(
-            "SELECT start, version FROM history_fleet_hours WHERE stale = 1 AND start <= ?",
-            (latest,),
+        for (start,) in self.run(
+            "SELECT start FROM history_fleet_hours WHERE stale = 1 AND start <= ?", (latest,)
         ):
             hour = _moment(start)
             if self.run(
@@ -985,9 +992,31 @@ class SqlStore:
                 (hour.date().isoformat(),),
             ):
                 continue
-            self._roll_up_fleet_hour(hour, int(version))
-            done += 1
+            claimed = self._claim_hour(stamp(hour))
+            if claimed is not None:
+                self._roll_up_fleet_hour(hour, claimed)
+                done += 1
         return done
+
+    def _claim_hour(self, start: str) -> int | None:
+        """The hour's version if this roll-up is to build it: every collector finds the same
+        hour stale when it writes the next bucket, and one of them merges every host's
+        buckets (another may take over once a claim is CLAIM_FOR old: its holder died)."""
+        now = dt.datetime.now()
+        lock = " FOR UPDATE" if self.dialect == "mysql" else ""
+        with self._transaction():
+            rows = self.run(
+                f"SELECT version, stale, claimed_at FROM history_fleet_hours WHERE start = ?{lock}",
+                (start,),
+            )
+            if not rows or int(rows[0][1]) != 1:
+                return None
+            if rows[0][2] is not None and _moment(rows[0][2]) > now - CLAIM_FOR:
+                return None
+            self.run(
+                "UPDATE history_fleet_hours SET claimed_at = ? WHERE start = ?", (stamp(now), start)
+            )
+            return int(rows[0][0])
 
     def _roll_up_fleet_hour(self, hour: dt.datetime, version: int) -> None:
         low, high = stamp(hour), stamp(hour + dt.timedelta(hours=1))
@@ -1015,7 +1044,7 @@ class SqlStore:
             )  # fmt: skip
             self.run(
                 "UPDATE history_fleet_hours SET events = ?, query_time = ?, qt_sketch = ?,"
-                " meta = ?, hosts = ?, rolled_at = ?,"
+                " meta = ?, hosts = ?, rolled_at = ?, claimed_at = NULL,"
                 " stale = CASE WHEN version = ? THEN 0 ELSE 1 END WHERE start = ?",
                 (rows.events, rows.query_time, rows.qt_sketch, rows.meta, len(names),
                  stamp(dt.datetime.now()), version, low),

@@ -21,7 +21,7 @@ from govern.errors import ServerError, UsageError
 from govern.history import rows
 from govern.history.ladders import Ladder
 from govern.history.mysql import MysqlStore, parse_url
-from govern.history.sql import MIGRATIONS, SqlStore
+from govern.history.sql import MIGRATIONS, SqlStore, _text
 from govern.history.sqlite import SqliteStore
 from govern.history.store import open_store
 from tests.collect.support import assert_same_events, one_shot
@@ -237,7 +237,11 @@ def test_migrations_from_empty_and_from_version_1(
     store = SqliteStore(tmp_path / "v1.db")
     assert store.applied_migrations() == names
     assert store.report(*WIDE).events == buckets[0]["totals"]["events"]
-    assert store.roll_up(dt.datetime(2026, 11, 25)).days == 1  # the migration marked its day
+    # the migrations marked its day, and its hour as never to be rolled up (read from buckets)
+    assert store.run("SELECT start, stale FROM history_fleet_hours") == [(f"{DAY} 01:00:00", 2)]
+    done = store.roll_up(dt.datetime(2026, 11, 25))
+    assert (done.days, done.fleet_hours) == (1, 0)
+    assert store.report(*WIDE).events == buckets[0]["totals"]["events"]
     store.close()
     fresh = SqliteStore(tmp_path / "new.db")
     assert fresh.applied_migrations() == names
@@ -263,6 +267,9 @@ def test_mysql_migrations_from_version_1(
         store = MysqlStore.open(url)
         assert store.applied_migrations() == [m.id for m in MIGRATIONS]
         assert store.report(*WIDE).events == buckets[0]["totals"]["events"]
+        assert [
+            (_text(a), b) for a, b in store.run("SELECT start, stale FROM history_fleet_hours")
+        ] == [(f"{DAY} 01:00:00", 2)]
         assert store.roll_up(dt.datetime(2026, 11, 25)).days == 1
     finally:
         store = MysqlStore.open(url)
@@ -506,6 +513,21 @@ def test_fleet_hours_read_the_same_as_their_buckets(
     # the re-rolled hour equals the merge of its buckets
     store.run("UPDATE history_fleet_hours SET stale = 1 WHERE start = ?", (f"{DAY} 12:00:00",))
     assert_same_events(full_document(store.digest(*edges)), after)
+
+
+def test_one_roll_up_of_a_fleet_hour_at_a_time(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...]
+) -> None:
+    start = f"{DAY} 01:00:00"
+    for host in ("db1", "db2"):
+        store.write(host, start, at(buckets[0], host, start))
+    assert store._claim_hour(start) == 2  # another collector is rolling it up
+    assert store._claim_hour(start) is None
+    assert store.roll_up(dt.datetime(2026, 11, 25)).fleet_hours == 0
+    # a claim older than CLAIM_FOR is taken over (its collector died)
+    store.run("UPDATE history_fleet_hours SET claimed_at = '2000-01-01 00:00:00'")
+    assert store.roll_up(dt.datetime(2026, 11, 25)).fleet_hours == 1
+    assert store.run("SELECT stale, claimed_at, hosts FROM history_fleet_hours") == [(0, None, 2)]
 
 
 def _end(day: str, span: int) -> str:
