@@ -955,9 +955,9 @@ class SqlStore:
         )
         for name, day, version in stale:
             self._roll_up_day(str(name), _text(day), int(version))
-        hour_latest = stamp(now - dt.timedelta(seconds=HOUR_ROLL_UP_AFTER + 3600))
-        hours = self._roll_up_fleet_hours(hour_latest)
-        blocks = self._roll_up_blocks(FLEET_HOURS, FLEET_HOURS.number(hour_latest))
+        hours = self._roll_up_fleet_hours(now)
+        ended = FLEET_HOURS.number(stamp(now)) - 1
+        blocks = self._roll_up_blocks(FLEET_HOURS, ended)
         fleet = 0
         for day, version in self.run(
             "SELECT day, version FROM history_fleet_days WHERE stale = 1 AND day <= ?", (latest,)
@@ -979,14 +979,20 @@ class SqlStore:
         seconds = (dt.datetime.now() - began).total_seconds()
         return RollUp(len(stale), fleet, seconds, blocks, hours)
 
-    def _roll_up_fleet_hours(self, latest: str) -> int:
-        """Roll up every stale fleet hour that starts by ``latest``, unless a host's buckets
+    def _roll_up_fleet_hours(self, now: dt.datetime) -> int:
+        """Roll up every stale fleet hour that ended HOUR_ROLL_UP_AFTER ago, or that ended
+        and is complete (every host with buckets in it or the hour before has its bucket that
+        ends the hour: the last collector to write it rolls it up), unless a host's buckets
         of its day were dropped (its hours are then read from the day roll-ups)."""
         done = 0
+        latest = stamp(now - dt.timedelta(seconds=HOUR_ROLL_UP_AFTER + 3600))
         for (start,) in self.run(
-            "SELECT start FROM history_fleet_hours WHERE stale = 1 AND start <= ?", (latest,)
+            "SELECT start FROM history_fleet_hours WHERE stale = 1 AND start <= ?",
+            (stamp(now - dt.timedelta(hours=1)),),
         ):
             hour = _moment(start)
+            if stamp(hour) > latest and not self._complete_hour(hour):
+                continue
             if self.run(
                 "SELECT 1 FROM history_days WHERE day = ? AND pruned = 1 LIMIT 1",
                 (hour.date().isoformat(),),
@@ -997,6 +1003,16 @@ class SqlStore:
                 self._roll_up_fleet_hour(hour, claimed)
                 done += 1
         return done
+
+    def _complete_hour(self, hour: dt.datetime) -> bool:
+        ends: dict[str, dt.datetime] = {}
+        for name, start, seconds in self.run(
+            "SELECT host, start, seconds FROM history_buckets WHERE start >= ? AND start < ?",
+            (stamp(hour - dt.timedelta(hours=1)), stamp(hour + dt.timedelta(hours=1))),
+        ):
+            end = _moment(start) + dt.timedelta(seconds=int(seconds))
+            ends[str(name)] = max(end, ends.get(str(name), end))
+        return all(end >= hour + dt.timedelta(hours=1) for end in ends.values())
 
     def _claim_hour(self, start: str) -> int | None:
         """The hour's version if this roll-up is to build it: every collector finds the same

@@ -444,9 +444,8 @@ def test_fleet_hours_read_the_same_as_their_buckets(
     hourly = full_document(store.digest(*edges))
     hourly_day = full_document(store.digest(*whole))
     done = store.roll_up(dt.datetime(2026, 11, 21, 6))
-    # hours that ended 15 minutes ago: not 05:00 of the 21st (ended 06:00)
-    assert (done.days, done.fleet_days, done.fleet_hours) == (2, 1, 29)
-    assert _count(store, "history_fleet_hours") == 30
+    # every hour that ended: 05:00 of the 21st too, as both hosts wrote it
+    assert (done.days, done.fleet_days, done.fleet_hours) == (2, 1, 30)
     read: list[str] = []
     for name in ("_bucket_units", "_fleet_hour_unit", "_fleet_unit", "_day_unit", "_block_unit"):
         original = getattr(SqlStore, name)
@@ -510,6 +509,12 @@ def test_fleet_hours_read_the_same_as_their_buckets(
     after = full_document(store.digest(*edges))
     assert read == blocks
     assert after["totals"]["events"] == expected
+    # an hour that ended but that a host has not written yet waits for it (or 15 minutes)
+    six = f"{nxt} 06:00:00"
+    store.write("db1", six, at(buckets[0], "db1", six))
+    assert store.roll_up(dt.datetime(2026, 11, 21, 7, 5)).fleet_hours == 0
+    store.write("db2", six, at(buckets[0], "db2", six))
+    assert store.roll_up(dt.datetime(2026, 11, 21, 7, 5)).fleet_hours == 1
     # the re-rolled hour equals the merge of its buckets
     store.run("UPDATE history_fleet_hours SET stale = 1 WHERE start = ?", (f"{DAY} 12:00:00",))
     assert_same_events(full_document(store.digest(*edges)), after)
