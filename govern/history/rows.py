@@ -179,6 +179,21 @@ def decode_class(blob: bytes, names: Mapping[str, int]) -> ClassAgg:
     names to their indexes (the sample's file)."""
     if blob[:1] != STATE_V1:
         return class_of_document(unpack(blob), names)
+    return agg_of(_load(blob), names)
+
+
+def payload(item: bytes | Mapping[str, Any]) -> bytes:
+    """The ``marshal`` payload of a class state in any form (a binary or JSON blob, or a
+    class document): what the native merge reads."""
+    if isinstance(item, bytes):
+        if item[:1] == STATE_V1:
+            return zlib.decompress(memoryview(item)[1:])
+        item = unpack(item)
+    return zlib.decompress(memoryview(encode_class(item))[1:])
+
+
+def agg_of(value: Sequence[Any], names: Mapping[str, int]) -> ClassAgg:
+    """A binary state's loaded tuple as an aggregate (see :func:`decode_class`)."""
     (
         fingerprint,
         count,
@@ -195,7 +210,7 @@ def decode_class(blob: bytes, names: Mapping[str, int]) -> ClassAgg:
         connections,
         texts,
         fit,
-    ) = _load(blob)
+    ) = value
     agg = ClassAgg(fingerprint, count=count, ts_min=ts_min, ts_max=ts_max)
     agg.metrics = {
         name: Metric(count, total, low, high, buckets, decimal)
