@@ -32,7 +32,6 @@ pub enum V {
     None,
     Bool(bool),
     Int(i128),
-    Big,
     Float(f64),
     Str(Vec<u8>),
     Bytes(Vec<u8>),
@@ -45,12 +44,21 @@ pub enum V {
 #[derive(Debug)]
 pub struct Bad;
 
+/// What a `marshal` back-reference can stand for here: an integer or a string (where it
+/// is in the payload); containers are never referenced twice in a class state.
+#[derive(Clone, Copy)]
+enum Ref {
+    Other,
+    Int(i128),
+    Str(usize, usize),
+}
+
 type R<T> = Result<T, Bad>;
 
 struct Reader<'a> {
     data: &'a [u8],
     at: usize,
-    refs: Vec<V>,
+    refs: Vec<Ref>,
 }
 
 impl Reader<'_> {
@@ -80,7 +88,7 @@ impl Reader<'_> {
     fn code(&mut self) -> R<(u8, Option<usize>)> {
         let code = self.u8()?;
         let slot = if code & 0x80 != 0 {
-            self.refs.push(V::Null);
+            self.refs.push(Ref::Other);
             Some(self.refs.len() - 1)
         } else {
             None
@@ -109,38 +117,44 @@ impl Reader<'_> {
                 }
             }
             b'r' => match self.u32().map(|at| self.refs.get(at))? {
-                Some(V::Int(i)) => *i,
+                Some(Ref::Int(i)) => *i,
                 _ => return Err(Bad),
             },
             _ => return Err(Bad),
         };
         if let Some(slot) = slot {
-            self.refs[slot] = V::Int(value);
+            self.refs[slot] = Ref::Int(value);
         }
         Ok(value)
     }
-    fn opt_str(&mut self) -> R<Option<Vec<u8>>> {
-        let (code, slot) = self.code()?;
-        let value = match code {
+    /// Where a string (or None) is in the payload.
+    fn opt_span(&mut self, code: u8, slot: Option<usize>) -> R<Option<(usize, usize)>> {
+        let span = match code {
             b'N' => return Ok(None),
             b'u' | b't' | b'a' | b'A' => {
                 let n = self.u32()?;
-                self.take(n)?.to_vec()
+                self.take(n)?;
+                (self.at - n, n)
             }
             b'z' | b'Z' => {
                 let n = self.u8()? as usize;
-                self.take(n)?.to_vec()
+                self.take(n)?;
+                (self.at - n, n)
             }
             b'r' => match self.u32().map(|at| self.refs.get(at))? {
-                Some(V::Str(s)) => s.clone(),
+                Some(Ref::Str(at, n)) => (*at, *n),
                 _ => return Err(Bad),
             },
             _ => return Err(Bad),
         };
         if let Some(slot) = slot {
-            self.refs[slot] = V::Str(value.clone());
+            self.refs[slot] = Ref::Str(span.0, span.1);
         }
-        Ok(Some(value))
+        Ok(Some(span))
+    }
+    fn opt_str(&mut self) -> R<Option<Vec<u8>>> {
+        let (code, slot) = self.code()?;
+        Ok(self.opt_span(code, slot)?.map(|(at, n)| self.data[at..at + n].to_vec()))
     }
     fn str(&mut self) -> R<Vec<u8>> {
         self.opt_str()?.ok_or(Bad)
@@ -197,14 +211,28 @@ impl Reader<'_> {
         }
         Ok(map)
     }
-    fn hashes(&mut self) -> R<Vec<i128>> {
+    /// A distinct-count sketch's hashes, ascending: a set (the first form), or None
+    /// when they were packed before the `marshal` part (`packed`).
+    fn hashes(&mut self, packed: &mut Option<Vec<u64>>) -> R<Vec<u64>> {
+        if self.data.get(self.at) == Some(&b'N') {
+            self.at += 1;
+            return packed.take().ok_or(Bad);
+        }
         let n = self.seq(b"<>")?;
-        (0..n).map(|_| self.int()).collect()
+        let mut hashes = (0..n).map(|_| u64::try_from(self.int()?).map_err(|_| Bad)).collect::<R<Vec<_>>>()?;
+        hashes.sort_unstable();
+        Ok(hashes)
+    }
+    /// A sketch (key -> count), ascending by key.
+    fn sketch(&mut self) -> R<Sketch> {
+        let mut pairs = self.counts(Self::int)?.items;
+        pairs.sort_unstable_by_key(|p| p.0);
+        Ok(pairs)
     }
     fn runs(&mut self) -> R<Runs> {
         self.tuple(6)?;
         let (runs, calls, repeated, longest) = (self.int()?, self.int()?, self.int()?, self.int()?);
-        let lengths = self.counts(Self::int)?;
+        let lengths = self.sketch()?;
         self.dict()?;
         let mut leads = OMap::default();
         while self.more()? {
@@ -213,7 +241,7 @@ impl Reader<'_> {
         }
         Ok(Runs { runs, calls, repeated, longest, lengths, leads })
     }
-    fn state(&mut self, fingerprint: Vec<u8>) -> R<State> {
+    fn state(&mut self, fingerprint: Vec<u8>, mut packed: [Option<Vec<u64>>; 2]) -> R<State> {
         let count = self.int()?;
         let ts_min = self.opt_str()?;
         let ts_max = self.opt_str()?;
@@ -223,7 +251,7 @@ impl Reader<'_> {
             let name = self.str()?;
             self.tuple(6)?;
             let (count, total, low, high) = (self.int()?, self.int()?, self.int()?, self.int()?);
-            let buckets = self.counts(Self::int)?;
+            let buckets = self.sketch()?;
             let decimal = self.bool()?;
             metrics.items.push((name, Metric { count, total, low, high, buckets, decimal }));
         }
@@ -249,8 +277,8 @@ impl Reader<'_> {
         };
         let runs = self.runs()?;
         let single_runs = self.runs()?;
-        let connections = self.hashes()?;
-        let texts = self.hashes()?;
+        let connections = self.hashes(&mut packed[0])?;
+        let texts = self.hashes(&mut packed[1])?;
         self.tuple(5)?;
         let fit = [self.int()?, self.int()?, self.int()?, self.int()?, self.int()?];
         if self.at != self.data.len() {
@@ -275,31 +303,20 @@ impl Reader<'_> {
         })
     }
     fn value(&mut self) -> R<V> {
-        let code = self.u8()?;
-        let slot = if code & 0x80 != 0 {
-            self.refs.push(V::Null);
-            Some(self.refs.len() - 1)
-        } else {
-            None
-        };
-        let v = match code & 0x7f {
+        let (code, slot) = self.code()?;
+        let v = match code {
             b'0' => V::Null,
             b'N' => V::None,
             b'T' => V::Bool(true),
             b'F' => V::Bool(false),
-            b'i' => V::Int(self.i32()? as i128),
-            b'l' => {
-                let n = self.i32()?;
-                let digits = n.unsigned_abs() as usize;
-                let raw = self.take(digits * 2)?;
-                if digits > 7 {
-                    V::Big
-                } else {
-                    let mut value: i128 = 0;
-                    for (i, d) in raw.chunks_exact(2).enumerate() {
-                        value |= (u16::from_le_bytes([d[0], d[1]]) as i128) << (15 * i);
-                    }
-                    V::Int(if n < 0 { -value } else { value })
+            b'i' | b'l' => {
+                self.at -= 1;
+                if slot.is_some() {
+                    self.refs.pop();
+                }
+                match self.int() {
+                    Ok(i) => V::Int(i),
+                    Err(_) => return Err(Bad),
                 }
             }
             b'g' => V::Float(f64::from_le_bytes(self.take(8)?.try_into().unwrap())),
@@ -307,13 +324,9 @@ impl Reader<'_> {
                 let n = self.u32()?;
                 V::Bytes(self.take(n)?.to_vec())
             }
-            b'u' | b't' | b'a' | b'A' => {
-                let n = self.u32()?;
-                V::Str(self.take(n)?.to_vec())
-            }
-            b'z' | b'Z' => {
-                let n = self.u8()? as usize;
-                V::Str(self.take(n)?.to_vec())
+            b'u' | b't' | b'a' | b'A' | b'z' | b'Z' => {
+                let (at, n) = self.opt_span(code, slot)?.ok_or(Bad)?;
+                V::Str(self.data[at..at + n].to_vec())
             }
             b')' => {
                 let n = self.u8()? as usize;
@@ -344,19 +357,12 @@ impl Reader<'_> {
                 V::Dict(pairs)
             }
             b'r' => match self.u32().map(|at| self.refs.get(at))? {
-                Some(V::Null) | None => return Err(Bad),
-                Some(v) => v.clone(),
+                Some(Ref::Int(i)) => V::Int(*i),
+                Some(Ref::Str(at, n)) => V::Str(self.data[*at..*at + n].to_vec()),
+                _ => return Err(Bad),
             },
             _ => return Err(Bad),
         };
-        if let Some(slot) = slot {
-            // a container is never referenced twice in a class state: not kept (`Null`)
-            if !matches!(v, V::Tuple(_) | V::List(_) | V::Dict(_) | V::Set(_)) {
-                self.refs[slot] = v.clone();
-            } else {
-                self.refs[slot] = V::Null;
-            }
-        }
         Ok(v)
     }
 }
@@ -397,7 +403,6 @@ pub fn dumps(v: &V, out: &mut Vec<u8>) {
                 }
             }
         }
-        V::Big => unreachable!("big integers are never merged here"),
         V::Float(f) => {
             out.push(b'g');
             out.extend_from_slice(&f.to_le_bytes());
@@ -495,7 +500,7 @@ struct Metric {
     total: i128,
     low: i128,
     high: i128,
-    buckets: OMap<i128, i128>,
+    buckets: Sketch,
     decimal: bool,
 }
 
@@ -505,7 +510,7 @@ struct Runs {
     calls: i128,
     repeated: i128,
     longest: i128,
-    lengths: OMap<i128, i128>,
+    lengths: Sketch,
     leads: OMap<Vec<u8>, [i128; 2]>,
 }
 
@@ -524,21 +529,70 @@ pub struct State {
     sample: Option<(i128, Vec<V>)>,
     runs: Runs,
     single_runs: Runs,
-    connections: Vec<i128>,
-    texts: Vec<i128>,
+    connections: Vec<u64>,
+    texts: Vec<u64>,
     fit: [i128; 5],
 }
+
+/// Bucket counts by key, ascending (a sketch's dict; its order is never shown).
+type Sketch = Vec<(i128, i128)>;
+
+/// First byte of a payload whose distinct-count hashes are packed before the `marshal`
+/// part (rows.py `STATE_V2`, its zlib part inflated): two u16 counts, the hashes as
+/// little-endian u64, ascending; the tuple has None in their places.
+const PACKED: u8 = 2;
 
 /// The fingerprint of a stored state, and the state if this module can merge it.
 pub fn parse(data: &[u8]) -> R<(Vec<u8>, Option<State>)> {
     let mut reader = Reader { data, at: 0, refs: Vec::new() };
+    let mut packed = [None, None];
+    if data.first() == Some(&PACKED) {
+        reader.at = 1;
+        let head = reader.take(4)?;
+        let counts = [u16::from_le_bytes([head[0], head[1]]) as usize, u16::from_le_bytes([head[2], head[3]]) as usize];
+        for (slot, n) in packed.iter_mut().zip(counts) {
+            let raw = reader.take(n * 8)?;
+            let hashes: Vec<u64> = raw.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap())).collect();
+            if !hashes.windows(2).all(|w| w[0] < w[1]) {
+                return Err(Bad);
+            }
+            *slot = Some(hashes);
+        }
+    }
     reader.tuple(15)?;
     let fingerprint = match reader.value()? {
         V::Bytes(b) => b,
         _ => return Err(Bad),
     };
-    let state = reader.state(fingerprint.clone()).ok();
+    let state = reader.state(fingerprint.clone(), packed).ok();
     Ok((fingerprint, state))
+}
+
+/// Two sketches' counts added (a merge of two ascending lists).
+fn add_sketch(into: &mut Sketch, more: &Sketch) {
+    if more.is_empty() {
+        return;
+    }
+    if into.is_empty() {
+        into.clone_from(more);
+        return;
+    }
+    let mut out = Vec::with_capacity(into.len() + more.len());
+    let (mut a, mut b) = (into.iter().peekable(), more.iter().peekable());
+    loop {
+        match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x.0 == y.0 => {
+                out.push((x.0, x.1 + y.1));
+                a.next();
+                b.next();
+            }
+            (Some(x), Some(y)) if x.0 < y.0 => out.push(*a.next().unwrap()),
+            (Some(_), Some(_)) | (None, Some(_)) => out.push(*b.next().unwrap()),
+            (Some(_), None) => out.push(*a.next().unwrap()),
+            (None, None) => break,
+        }
+    }
+    *into = out;
 }
 
 fn add_counts<K: Hash + Eq + Clone>(into: &mut OMap<K, i128>, more: &OMap<K, i128>) {
@@ -548,12 +602,7 @@ fn add_counts<K: Hash + Eq + Clone>(into: &mut OMap<K, i128>, more: &OMap<K, i12
 }
 
 /// `add_string` / `add_lead`: a value not yet kept past the cap counts under "(other)".
-fn add_capped<T: Copy + Default>(
-    into: &mut OMap<Vec<u8>, T>,
-    key: &Vec<u8>,
-    limit: usize,
-    add: impl Fn(&mut T),
-) {
+fn add_capped<T: Copy + Default>(into: &mut OMap<Vec<u8>, T>, key: &Vec<u8>, limit: usize, add: impl Fn(&mut T)) {
     if let Some(held) = into.get_mut(key) {
         add(held);
     } else if into.len() < limit {
@@ -569,7 +618,7 @@ impl Runs {
         self.calls += other.calls;
         self.repeated += other.repeated;
         self.longest = self.longest.max(other.longest);
-        add_counts(&mut self.lengths, &other.lengths);
+        add_sketch(&mut self.lengths, &other.lengths);
         for (lead, [runs, calls]) in &other.leads.items {
             add_capped(&mut self.leads, lead, LEADS_LIMIT, |held| {
                 held[0] += runs;
@@ -579,11 +628,34 @@ impl Runs {
     }
 }
 
-fn distinct_merge(kept: &mut Vec<i128>, other: &[i128]) {
-    kept.extend_from_slice(other);
-    kept.sort_unstable();
-    kept.dedup();
-    kept.truncate(DISTINCT_K);
+/// sketch.py `distinct_merge`: the union, trimmed to the 256 smallest (both ascending).
+fn distinct_merge(kept: &mut Vec<u64>, other: &[u64]) {
+    let other = match kept.last() {
+        Some(&largest) if kept.len() >= DISTINCT_K => &other[..other.partition_point(|h| *h < largest)],
+        _ => other,
+    };
+    if other.is_empty() {
+        return;
+    }
+    let mut out = Vec::with_capacity(kept.len() + other.len());
+    let (mut a, mut b) = (kept.iter().peekable(), other.iter().peekable());
+    loop {
+        match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x == y => {
+                out.push(**x);
+                a.next();
+                b.next();
+            }
+            (Some(x), Some(y)) if x < y => out.push(*a.next().unwrap()),
+            (Some(_), Some(_)) | (None, Some(_)) => out.push(*b.next().unwrap()),
+            (Some(_), None) => out.push(*a.next().unwrap()),
+            (None, None) => break,
+        }
+    }
+    if out.len() > DISTINCT_K {
+        out.truncate(DISTINCT_K);
+    }
+    *kept = out;
 }
 
 impl State {
@@ -611,7 +683,7 @@ impl State {
                 total: 0,
                 low: 0,
                 high: 0,
-                buckets: OMap::default(),
+                buckets: Vec::new(),
                 decimal: false,
             });
             if m.count == 0 {
@@ -626,7 +698,7 @@ impl State {
             mine.count += m.count;
             mine.total += m.total;
             mine.decimal |= m.decimal;
-            add_counts(&mut mine.buckets, &m.buckets);
+            add_sketch(&mut mine.buckets, &m.buckets);
         }
         for (name, [yes, count]) in &other.booleans.items {
             let mine = self.booleans.entry(name, || [0, 0]);
@@ -662,10 +734,9 @@ impl State {
 
     /// The state in `encode_agg`'s form, `marshal`-ed.
     pub fn dumps(&self) -> Vec<u8> {
-        let ints = |m: &OMap<i128, i128>| V::Dict(m.items.iter().map(|(k, n)| (V::Int(*k), V::Int(*n))).collect());
-        let strs = |m: &OMap<Vec<u8>, i128>| {
-            V::Dict(m.items.iter().map(|(k, n)| (V::Str(k.clone()), V::Int(*n))).collect())
-        };
+        let ints = |m: &Sketch| V::Dict(m.iter().map(|(k, n)| (V::Int(*k), V::Int(*n))).collect());
+        let strs =
+            |m: &OMap<Vec<u8>, i128>| V::Dict(m.items.iter().map(|(k, n)| (V::Str(k.clone()), V::Int(*n))).collect());
         let pair = |p: &[i128; 2]| V::List(vec![V::Int(p[0]), V::Int(p[1])]);
         let runs = |r: &Runs| {
             V::Tuple(vec![
@@ -678,7 +749,7 @@ impl State {
             ])
         };
         let opt = |s: &Option<Vec<u8>>| s.as_ref().map_or(V::None, |s| V::Str(s.clone()));
-        let set = |h: &[i128]| V::Set(h.iter().map(|i| V::Int(*i)).collect());
+        let set = |h: &[u64]| V::Set(h.iter().map(|i| V::Int(*i as i128)).collect());
         let value = V::Tuple(vec![
             V::Bytes(self.fingerprint.clone()),
             V::Int(self.count),
@@ -816,7 +887,10 @@ pub mod python {
         /// The merged classes in the order they first came: (merged payload or None,
         /// unit of its sample, rows left to add as (payload, unit)).
         #[allow(clippy::type_complexity)]
-        fn finish<'py>(&mut self, py: Python<'py>) -> Vec<(Option<Bound<'py, PyBytes>>, u32, Vec<(Bound<'py, PyBytes>, u32)>)> {
+        fn finish<'py>(
+            &mut self,
+            py: Python<'py>,
+        ) -> Vec<(Option<Bound<'py, PyBytes>>, u32, Vec<(Bound<'py, PyBytes>, u32)>)> {
             let merge = std::mem::take(&mut self.merge);
             merge
                 .classes
@@ -863,7 +937,7 @@ mod tests {
 
     #[test]
     fn distinct_keeps_smallest() {
-        let mut kept: Vec<i128> = (0..256).map(|i| i * 2).collect();
+        let mut kept: Vec<u64> = (0..256).map(|i| i * 2).collect();
         distinct_merge(&mut kept, &[1, 3, 1000]);
         assert_eq!(kept.len(), DISTINCT_K);
         assert_eq!(&kept[..4], &[0, 1, 2, 3]);
