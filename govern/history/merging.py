@@ -25,7 +25,7 @@ from govern import native
 from govern.digest.aggregate import ClassAgg, Partial, cap_classes
 from govern.digest.merge import merge_sourced, partial_of
 from govern.digest.result import Digest, Source
-from govern.history.rows import agg_of, decode_class, encode_agg, payload
+from govern.history.rows import agg_of, decode_class, encode_agg, load_payload, payload
 
 #: Classes a roll-up keeps apart before folding the rest into ``other`` (a report then
 #: keeps its own --max-classes).
@@ -87,7 +87,7 @@ class Merger:
         self._units.append((names, mapping))
         at = self._native.add(payloads, unit, 0)
         while at < len(payloads):  # a form the core does not read: its class is added here
-            self._native.keep(marshal.loads(payloads[at])[0], payloads[at], unit)
+            self._native.keep(load_payload(payloads[at])[0], payloads[at], unit)
             at = self._native.add(payloads, unit, at + 1)
 
     def _finish(self) -> None:
@@ -100,7 +100,7 @@ class Merger:
         for state, sample_unit, left in merged:
             agg = None if state is None else self._agg(marshal.loads(state), sample_unit)
             for data, unit in left:
-                more = self._agg(marshal.loads(data), unit)
+                more = self._agg(load_payload(data), unit)
                 if agg is None:
                     agg = more
                 else:

@@ -160,9 +160,18 @@ def _load(blob: bytes) -> tuple[Any, ...]:
     if blob[:1] == STATE_V1:
         value: tuple[Any, ...] = marshal.loads(zlib.decompress(memoryview(blob)[1:]))
         return value
-    connections, texts, start = _split(blob)
-    hashes = struct.unpack_from(f"<{connections + texts}Q", blob, 5)
-    head = marshal.loads(zlib.decompress(memoryview(blob)[start:]))
+    start = _split(blob)[2]
+    return load_payload(blob[:start] + zlib.decompress(memoryview(blob)[start:]))
+
+
+def load_payload(data: bytes) -> tuple[Any, ...]:
+    """The tuple of a :func:`payload` (version 2's hashes put back in their places)."""
+    if data[:1] != STATE_V2:
+        value: tuple[Any, ...] = marshal.loads(data)
+        return value
+    connections, texts, start = _split(data)
+    hashes = struct.unpack_from(f"<{connections + texts}Q", data, 5)
+    head = marshal.loads(memoryview(data)[start:])
     return (*head[:12], set(hashes[:connections]), set(hashes[connections:]), head[14])
 
 
