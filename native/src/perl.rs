@@ -68,6 +68,24 @@ pub fn starts_with_ci(s: &[u8], prefix: &[u8]) -> bool {
 /// leading empty fields kept, trailing empty fields dropped.
 pub fn split_set_assignments(s: &[u8]) -> Vec<&[u8]> {
     let mut fields = Vec::new();
+    split_set_assignments_with(s, |a, b| fields.push(&s[a..b]));
+    fields
+}
+
+/// `split_set_assignments` without a list: `f` gets each field's range in `s`.
+pub fn split_set_assignments_with(s: &[u8], mut f: impl FnMut(usize, usize)) {
+    // Empty fields are held back until a non-empty one follows (trailing ones drop).
+    let mut empties = 0;
+    let mut field = |a: usize, b: usize| {
+        if a == b {
+            empties += 1;
+        } else {
+            for _ in 0..std::mem::take(&mut empties) {
+                f(a, a);
+            }
+            f(a, b);
+        }
+    };
     let mut start = 0;
     let mut i = 0;
     while i < s.len() {
@@ -81,18 +99,14 @@ pub fn split_set_assignments(s: &[u8]) -> Vec<&[u8]> {
         };
         match sep_end {
             Some(end) => {
-                fields.push(&s[start..i]);
+                field(start, i);
                 start = end;
                 i = end;
             }
             None => i += 1,
         }
     }
-    fields.push(&s[start..]);
-    while fields.last().is_some_and(|f| f.is_empty()) {
-        fields.pop();
-    }
-    fields
+    field(start, s.len());
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use memchr::{memchr, memmem};
 use regex::bytes::Regex;
 
-use crate::perl::{is_space, run_len, split_set_assignments};
+use crate::perl::{is_space, is_word, run_len, split_set_assignments_with};
 use crate::records::Separators;
 
 /// One value of pt's `@properties` list, stored as a place rather than a slice so the
@@ -197,6 +197,9 @@ pub struct Parser<'d> {
     props: Vec<(Item, Option<Item>)>,
     sigs: Vec<u64>,
     known: [u16; 10],
+    /// Where the current record's lines end (absolute `data` offsets of its newlines),
+    /// noted by the record read for the header pass; empty when the record is a copy.
+    newlines: Vec<usize>,
     version: memmem::Finder<'static>,
     newline_t: memmem::Finder<'static>,
     uh: memmem::Finder<'static>,
@@ -229,6 +232,7 @@ impl<'d> Parser<'d> {
             props: Vec::with_capacity(32),
             sigs: Vec::with_capacity(32),
             known: [u16::MAX; 10],
+            newlines: Vec::with_capacity(64),
             version: memmem::Finder::new(b"Version"),
             newline_t: memmem::Finder::new(b"\nT"),
             uh: memmem::Finder::new(USER_HOST),
@@ -319,16 +323,22 @@ impl<'d> Parser<'d> {
         let data = self.data;
         {
             // 1. The next record: a pending one first, else read one.
+            let banner;
             let src = if let Some(chunk) = self.pending.pop_front() {
                 self.stmt_buf = chunk;
+                self.newlines.clear();
+                banner = self.has_banner(&self.stmt_buf);
                 self.cur_offset = self.pending_offsets.pop_front().unwrap_or(self.pos);
                 self.cur_at_end = false;
                 StmtSrc::Buf
             } else {
-                let Some((a, b)) = read_at(&self.seps, data, &mut self.pos, &mut self.hit_end, false) else {
+                let Some((a, b, maybe_banner)) =
+                    read_record(data, &mut self.pos, &mut self.hit_end, &mut self.newlines)
+                else {
                     return Parsed::End;
                 };
                 let raw = &data[a..b];
+                banner = maybe_banner && banner_re().is_match(raw);
                 let separated = raw.ends_with(b";\n#");
                 self.cur_at_end = !separated && b == data.len() && self.input_end;
                 self.cur_offset = a;
@@ -336,7 +346,7 @@ impl<'d> Parser<'d> {
                 // at its first header line when it reads it the slow way.
                 if let Some(&first) = raw.first() {
                     if !matches!(first, b'#' | b' ' | b'\n')
-                        && (first == b'/' || first.is_ascii_uppercase() || !separated || self.has_banner(raw))
+                        && (first == b'/' || first.is_ascii_uppercase() || !separated || banner)
                     {
                         if let Some(h) = memmem::find(raw, b"\n#") {
                             self.cur_offset = a + h + 1;
@@ -351,7 +361,8 @@ impl<'d> Parser<'d> {
             // 2. Server banners: drop their lines; a record may then hold several events.
             let mut src = src;
             self.cur_banners = 0;
-            if self.has_banner(self.stmt_of(src)) {
+            if banner {
+                self.newlines.clear();
                 let text = self.stmt_of(src).to_vec();
                 self.cur_banners = banner_start_re().find_iter(&text).count() as u32;
                 let cleaned = banner_re().replace_all(&text, &b""[..]);
@@ -394,9 +405,22 @@ impl<'d> Parser<'d> {
             let (mut got_ts, mut got_uh, mut got_ac, mut got_db, mut got_set) = (false, false, false, false, false);
             let mut found_arg = false;
             let len = stmt.len();
+            // The record read noted its newlines: the lines need no search of their own.
+            let (newlines, nl_base): (&[usize], usize) = match src {
+                StmtSrc::Data(a, _) => (&self.newlines, a),
+                StmtSrc::Buf => (&[], 0),
+            };
+            let mut ni = 0;
             let mut line_start = 0;
             loop {
-                let line_end = memchr(b'\n', &stmt[line_start..]).map_or(len, |i| line_start + i);
+                let line_end = if newlines.is_empty() {
+                    memchr(b'\n', &stmt[line_start..]).map_or(len, |i| line_start + i)
+                } else {
+                    while ni < newlines.len() && newlines[ni] < nl_base + line_start {
+                        ni += 1;
+                    }
+                    newlines.get(ni).map_or(len, |&e| (e - nl_base).min(len))
+                };
                 let line = &stmt[line_start..line_end];
                 let at = |a: usize, b: usize| Item::Stmt((line_start + a) as u32, (line_start + b) as u32);
                 if !is_header_line(line) {
@@ -417,7 +441,7 @@ impl<'d> Parser<'d> {
                 } else if let Some(uh) = (!got_uh).then(|| parse_user_host(line, &self.uh)).flatten() {
                     push_user_host(items, line, &uh, at);
                     got_uh = true;
-                } else if !got_ac && line.starts_with(b"# administrator command:") {
+                } else if !got_ac && line.get(2) == Some(&b'a') && line.starts_with(b"# administrator command:") {
                     let skip = 1 + run_len(&line[1..], is_space);
                     items.extend([
                         Item::Const(b"cmd"),
@@ -428,15 +452,17 @@ impl<'d> Parser<'d> {
                     items.extend([Item::Const(b"bytes"), Item::Num((line.len() - skip) as u64)]);
                     found_arg = true;
                     got_ac = true;
-                } else if is_attribute_line(line) {
-                    match schema_fix(line) {
-                        None => push_attribute_pairs(items, line, at),
-                        Some(fixed) => {
-                            let base = self.arena.len();
-                            self.arena.extend_from_slice(&fixed);
-                            push_attribute_pairs(items, &fixed, |a, b| {
-                                Item::Arena((base + a) as u32, (base + b) as u32)
-                            });
+                } else if let Some(done) = attribute_line(items, line, at) {
+                    if !done {
+                        match schema_fix(line) {
+                            None => push_attribute_pairs(items, line, at),
+                            Some(fixed) => {
+                                let base = self.arena.len();
+                                self.arena.extend_from_slice(&fixed);
+                                push_attribute_pairs(items, &fixed, |a, b| {
+                                    Item::Arena((base + a) as u32, (base + b) as u32)
+                                });
+                            }
                         }
                     }
                 } else if !got_db && line.starts_with(b"use ") && line.len() > 4 && line[4] != b';' {
@@ -447,10 +473,7 @@ impl<'d> Parser<'d> {
                     // Header lines start `SET ` + a keyword, so `^SET\s+` always matches.
                     let s = 3 + run_len(&line[3..], is_space);
                     let end = memchr(b';', &line[s..]).map_or(line.len(), |i| s + i);
-                    for f in split_set_assignments(&line[s..end]) {
-                        let off = f.as_ptr() as usize - line.as_ptr() as usize;
-                        items.push(at(off, off + f.len()));
-                    }
+                    split_set_assignments_with(&line[s..end], |a, b| items.push(at(s + a, s + b)));
                     got_set = true;
                 }
 
@@ -570,6 +593,60 @@ fn read_at(seps: &Separators, data: &[u8], pos: &mut usize, hit_end: &mut bool, 
     Some((a, b))
 }
 
+/// pt's record read (`$/ = ";\n#"`) from `*pos`, by way of its newlines: the range read,
+/// and whether a line of it may be a server banner line (the banner regex's prefilter,
+/// so the record is not searched again for `Version` and `\nT`). `newlines` gets where
+/// each of its lines ends, for the header pass.
+fn read_record(
+    data: &[u8],
+    pos: &mut usize,
+    hit_end: &mut bool,
+    newlines: &mut Vec<usize>,
+) -> Option<(usize, usize, bool)> {
+    let a = *pos;
+    newlines.clear();
+    if a >= data.len() {
+        *hit_end = true;
+        return None;
+    }
+    let mut maybe = false;
+    let mut line_start = a;
+    let mut end = None;
+    for i in memchr::memchr_iter(b'\n', &data[a..]) {
+        let i = a + i;
+        maybe |= banner_line_maybe(&data[line_start..i]);
+        newlines.push(i);
+        if i > a && data[i - 1] == b';' && data.get(i + 1) == Some(&b'#') {
+            end = Some(i + 2);
+            break;
+        }
+        line_start = i + 1;
+    }
+    let end = end.unwrap_or_else(|| {
+        // No separator: the record runs to the end of the data (its last line included).
+        *hit_end = true;
+        if line_start < data.len() {
+            maybe |= banner_line_maybe(&data[line_start..]);
+        }
+        data.len()
+    });
+    *pos = end;
+    Some((a, end, maybe))
+}
+
+/// Can this line be one of the banner regex's (`^T[cC][pP]…`, `^Time…`, `^[/A-Z]…Version…`)?
+#[inline]
+fn banner_line_maybe(line: &[u8]) -> bool {
+    match line.first() {
+        Some(b'T') if matches!(line.get(1), Some(b'c' | b'C' | b'i')) => true,
+        // A memchr for the `V` costs less than a substring search on these short lines.
+        Some(&c) if c == b'/' || c.is_ascii_uppercase() => {
+            memchr::memchr_iter(b'V', line).any(|i| line[i..].starts_with(b"Version"))
+        }
+        _ => false,
+    }
+}
+
 /// The leftmost match of `;\n#?\Z` in `s`, as (start, end).
 fn terminator_span(s: &[u8]) -> Option<(usize, usize)> {
     let n = s.len();
@@ -637,7 +714,8 @@ fn push_user_host(items: &mut Vec<Item>, line: &[u8], uh: &UserHost, at: impl Fn
 
 /// `m/# User\@Host: ([^\[]+|\[[^[]+\]).*?@ (\S*) \[(.*)\]\s*(?:Id:\s*(\d+))?/`
 fn parse_user_host(line: &[u8], finder: &memmem::Finder) -> Option<UserHost> {
-    let start = finder.find(line)?;
+    // The pattern is unanchored, but the line nearly always starts with it.
+    let start = if line.starts_with(USER_HOST) { 0 } else { finder.find(line)? };
     fast_user_host(line, start + USER_HOST.len()).or_else(|| regex_user_host(line))
 }
 
@@ -773,6 +851,159 @@ fn push_attribute_pairs(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, u
     }
 }
 
+/// A header line that is an attribute line (`is_attribute_line`) gets pt's
+/// `push @properties, $line =~ m/(\w+):\s+(\S+|\Z)/g` (as `push_attribute_pairs`) in one
+/// pass: its colons, spaces, word and digit bytes are classified 16 at a time into bit
+/// masks, and the line test and each pair are read off them with a few bit operations
+/// instead of byte loops and a search per colon. `None`: not an attribute line;
+/// `Some(false)`, nothing pushed: the line is over 128 bytes, or pt's `Schema:` edit
+/// may apply to it (see `schema_fix`; every `Schema:` followed by a space ends at a
+/// colon this pass visits, or ends a value).
+fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) -> Item) -> Option<bool> {
+    let n = line.len();
+    if n > 128 || line.first() != Some(&b'#') {
+        return is_attribute_line(line).then_some(false);
+    }
+    // `^# +[A-Z][A-Za-z_]+: \S+`: the name is a \w run without digits.
+    let p = 1 + run_len(&line[1..], |b| b == b' ');
+    if p == 1 || !line.get(p).is_some_and(u8::is_ascii_uppercase) {
+        return None;
+    }
+    let m = ByteMasks::of(line);
+    let name = (!m.word >> p).trailing_zeros() as usize;
+    let e = p + name;
+    let name_bits = ((1u128 << name) - 1) << p;
+    if name < 2
+        || m.digit & name_bits != 0
+        || !line[e..].starts_with(b": ")
+        || line.get(e + 2).is_none_or(|&b| is_space(b))
+    {
+        return None;
+    }
+    let inside = if n == 128 { !0u128 } else { (1u128 << n) - 1 };
+    // Where a value (`\S+`) stops: a space or the end of the line.
+    let stop = m.space | !inside;
+    let start_len = items.len();
+    let mut cursor = 0;
+    let mut colons = m.colon;
+    while colons != 0 {
+        let colon = colons.trailing_zeros() as usize;
+        colons &= colons - 1;
+        if colon < cursor {
+            continue;
+        }
+        if colon >= 6 && &line[colon - 6..colon] == b"Schema" && schema_fix_applies(line, colon + 1) {
+            items.truncate(start_len);
+            return Some(false);
+        }
+        // The key is the \w run ending at the colon, starting no earlier than the cursor.
+        let before = !m.word & ((1u128 << colon) - 1);
+        let k = if before == 0 { 0 } else { 128 - before.leading_zeros() as usize }.max(cursor);
+        let after = colon + 1;
+        let ws = if after >= n { 0 } else { (!m.space >> after).trailing_zeros() as usize };
+        if k == colon || ws == 0 {
+            cursor = after;
+            continue;
+        }
+        let v = after + ws;
+        let vlen = if v >= n { 0 } else { (stop >> v).trailing_zeros() as usize };
+        if vlen == 0 && v != n {
+            cursor = after;
+            continue;
+        }
+        if vlen > 0 && line[v + vlen - 1] == b':' {
+            // A value ending in a colon may hide a `Schema:` from this pass.
+            items.truncate(start_len);
+            return Some(false);
+        }
+        items.extend([at(k, colon), at(v, v + vlen)]);
+        cursor = v + vlen;
+    }
+    Some(true)
+}
+
+/// pt's `Schema:\s+\w+: ` test at the bytes after a `Schema:`.
+#[inline]
+fn schema_fix_applies(line: &[u8], s: usize) -> bool {
+    let ws = run_len(&line[s..], is_space);
+    let w = run_len(&line[s + ws..], is_word);
+    ws > 0 && w > 0 && line[s + ws + w..].starts_with(b": ")
+}
+
+/// Bit i of each mask says what byte i of a line (at most 128 bytes) is: `:`, Perl's
+/// `\s`, Perl's `\w`, a digit.
+struct ByteMasks {
+    colon: u128,
+    space: u128,
+    word: u128,
+    digit: u128,
+}
+
+impl ByteMasks {
+    #[inline]
+    fn of(line: &[u8]) -> ByteMasks {
+        debug_assert!(line.len() <= 128);
+        #[cfg(target_arch = "x86_64")]
+        if line.len() >= 16 {
+            return Self::sse2(line);
+        }
+        let mut m = ByteMasks { colon: 0, space: 0, word: 0, digit: 0 };
+        for (i, &b) in line.iter().enumerate() {
+            m.colon |= u128::from(b == b':') << i;
+            m.digit |= u128::from(b.is_ascii_digit()) << i;
+            m.space |= u128::from(is_space(b)) << i;
+            m.word |= u128::from(is_word(b)) << i;
+        }
+        m
+    }
+
+    /// 16 bytes a step, each step's four 16-bit masks stored in place (a variable shift
+    /// of a u128 costs more than the compares); the last step loads the line's last 16
+    /// bytes and keeps the bits past the step before.
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    fn sse2(line: &[u8]) -> ByteMasks {
+        use std::arch::x86_64::*;
+        let n = line.len();
+        let mut rows = [[0u16; 8]; 4];
+        // SAFETY: SSE2 is part of x86_64; every load reads 16 bytes inside `line` (n >= 16).
+        unsafe {
+            let le = |a: __m128i, c: __m128i| _mm_cmpeq_epi8(_mm_min_epu8(a, c), a);
+            let bits = |v: __m128i| _mm_movemask_epi8(v) as u16;
+            let mut step = |at: usize, j: usize, drop: u32| {
+                let x = _mm_loadu_si128(line.as_ptr().add(at).cast::<__m128i>());
+                let colon = _mm_cmpeq_epi8(x, _mm_set1_epi8(b':' as i8));
+                // \s: ' ' or 0x09..=0x0d.
+                let space = _mm_or_si128(
+                    _mm_cmpeq_epi8(x, _mm_set1_epi8(b' ' as i8)),
+                    le(_mm_sub_epi8(x, _mm_set1_epi8(9)), _mm_set1_epi8(4)),
+                );
+                // \w: letters (either case), digits, '_'.
+                let lower = _mm_or_si128(x, _mm_set1_epi8(0x20));
+                let letter = le(_mm_sub_epi8(lower, _mm_set1_epi8(b'a' as i8)), _mm_set1_epi8(25));
+                let digit = le(_mm_sub_epi8(x, _mm_set1_epi8(b'0' as i8)), _mm_set1_epi8(9));
+                let under = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'_' as i8));
+                let word = _mm_or_si128(_mm_or_si128(letter, digit), under);
+                rows[0][j] = bits(colon) >> drop;
+                rows[1][j] = bits(space) >> drop;
+                rows[2][j] = bits(word) >> drop;
+                rows[3][j] = bits(digit) >> drop;
+            };
+            let mut i = 0;
+            while i + 16 <= n {
+                step(i, i / 16, 0);
+                i += 16;
+            }
+            if i < n {
+                step(n - 16, i / 16, (i + 16 - n) as u32);
+            }
+        }
+        // SAFETY: plain integers; x86_64 is little-endian, so r[0] becomes bits 0..16.
+        let mask = |r: [u16; 8]| unsafe { std::mem::transmute::<[u16; 8], u128>(r) };
+        ByteMasks { colon: mask(rows[0]), space: mask(rows[1]), word: mask(rows[2]), digit: mask(rows[3]) }
+    }
+}
+
 /// `$l =~ /^\s*[A-Z][a-z_]+: /`
 fn is_null_query(l: &[u8]) -> bool {
     let s = run_len(l, is_space);
@@ -831,6 +1062,44 @@ const KNOWN_KEYS: [&[u8]; 10] = [
     b"Rows_affected",
 ];
 
+/// The `Known` slot of a key: a switch on its length and first byte, then one compare
+/// (a search of `KNOWN_KEYS` compared every key of every event with ten names).
+#[inline(always)]
+fn known_index(k: &[u8]) -> Option<usize> {
+    let j = match (k.len(), k.first()?) {
+        (3, b'a') => Known::Arg,
+        (2, b'd') => Known::Db,
+        (6, b'S') => Known::Schema,
+        (2, b't') => Known::Ts,
+        (4, b'u') => Known::User,
+        (4, b'h') => Known::Host,
+        (19, b'L') => Known::RateLimit,
+        (10, b'Q') => Known::QueryTime,
+        (9, b'T') => Known::ThreadId,
+        (13, b'R') => Known::RowsAffected,
+        _ => return None,
+    } as usize;
+    same_bytes(KNOWN_KEYS[j], k).then_some(j)
+}
+
+/// `a == b` without a call to memcmp for the short strings that header keys are.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let w8 = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap());
+    let w4 = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap());
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4),
+        8..=16 => w8(a, 0) == w8(b, 0) && w8(a, n - 8) == w8(b, n - 8),
+        _ => a == b,
+    }
+}
+
 /// Perl's `{ @properties }`: walk the flat list in pairs; a repeated key keeps its first
 /// place and takes the later value; an odd last key gets undef. Also notes where the
 /// `Known` keys are.
@@ -869,7 +1138,7 @@ fn resolve_pairs(
             match out.iter_mut().find(|(ek, _)| bytes(*ek) == kb) {
                 Some(slot) => slot.1 = v,
                 None => {
-                    if let Some(j) = KNOWN_KEYS.iter().position(|name| *name == kb) {
+                    if let Some(j) = known_index(kb) {
                         known[j] = out.len() as u16;
                     }
                     out.push((k, v));
@@ -888,7 +1157,7 @@ fn resolve_pairs(
             let slot = table[h];
             if slot == u16::MAX {
                 table[h] = out.len() as u16;
-                if let Some(j) = KNOWN_KEYS.iter().position(|name| *name == kb) {
+                if let Some(j) = known_index(kb) {
                     known[j] = out.len() as u16;
                 }
                 out.push((k, v));
@@ -896,7 +1165,7 @@ fn resolve_pairs(
                 break;
             }
             let s = slot as usize;
-            if sigs[s] == ks && bytes(out[s].0) == kb {
+            if sigs[s] == ks && same_bytes(bytes(out[s].0), kb) {
                 out[s].1 = v;
                 break;
             }
