@@ -18,7 +18,6 @@ use regex::bytes::Regex;
 
 use crate::aggregate::NumStats;
 use crate::class::{Class, Runs};
-use crate::fingerprint::query_id;
 use crate::total::Total;
 
 /// aggregate.py `HISTOGRAM_LABELS`.
@@ -50,7 +49,8 @@ type Out<T = ()> = Result<T, Fallback>;
 pub fn class_json(total: &Total, index: usize, ctx: &Context, out: &mut String) -> bool {
     let start = out.len();
     let (fp, slot) = &total.classes[index];
-    let written = Writer { total, ctx, out }.class(total.fingerprints.get(*fp), &slot.get());
+    let id = total.query_ids()[*fp as usize];
+    let written = Writer { total, ctx, out }.class(total.fingerprints.get(*fp), id, &slot.get());
     if written.is_err() {
         out.truncate(start);
     }
@@ -64,9 +64,9 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    fn class(&mut self, fp: &[u8], c: &Class) -> Out {
+    fn class(&mut self, fp: &[u8], id: u128, c: &Class) -> Out {
         let fingerprint = std::str::from_utf8(fp).map_err(|_| Fallback)?;
-        let id = query_id(fp);
+        let id = hex_id(id);
         let o = &mut *self.out;
         o.push_str("{\"id\": \"");
         o.push_str(&id);
@@ -260,7 +260,7 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn sequence(&mut self, c: &Class, leads: &[(String, u64, u64)]) -> Out {
+    fn sequence(&mut self, c: &Class, leads: &[Lead]) -> Out {
         let runs = &c.runs;
         let o = &mut *self.out;
         runs_figures(o, ", \"sequence\": {\"calls\": ", runs);
@@ -283,11 +283,17 @@ impl Writer<'_> {
         }
         let o = &mut *self.out;
         let _ = write!(o, ", \"led_runs\": {led_runs}, \"led_calls\": {led_calls}, \"leads\": [");
-        let mut shown: Vec<&(String, u64, u64)> = leads.iter().filter(|l| l.0.as_bytes() != OTHER_VALUE).collect();
+        let mut shown: Vec<(u128, u64, u64)> = leads.iter().filter_map(|&(id, r, n)| Some((id?, r, n))).collect();
         shown.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
         for (k, (id, r, n)) in shown.into_iter().take(LEADS_SHOWN).enumerate() {
             separator(o, k);
-            let _ = write!(o, "{{\"id\": \"{id}\", \"runs\": {r}, \"calls\": {n}}}");
+            o.push_str("{\"id\": \"");
+            o.push_str(&hex_id(id));
+            o.push_str("\", \"runs\": ");
+            int(o, r);
+            o.push_str(", \"calls\": ");
+            int(o, n);
+            o.push('}');
         }
         o.push_str("]}");
         Ok(())
@@ -343,7 +349,7 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn state(&mut self, c: &Class, mut leads: Vec<(String, u64, u64)>) -> Out {
+    fn state(&mut self, c: &Class, mut leads: Vec<Lead>) -> Out {
         let list = nums(self.total, c)?;
         let o = &mut *self.out;
         o.push_str(", \"state\": {\"metrics\": {");
@@ -376,7 +382,10 @@ impl Writer<'_> {
         for (k, (id, r, n)) in leads.into_iter().enumerate() {
             separator(o, k);
             o.push('"');
-            o.push_str(&id);
+            match id {
+                Some(id) => o.push_str(&hex_id(id)),
+                None => o.push_str("(other)"),
+            }
             o.push_str("\": [");
             int(o, r);
             o.push_str(", ");
@@ -423,14 +432,28 @@ fn nums<'t, 'c>(total: &'t Total, c: &'c Class) -> Out<Vec<(&'t str, usize, &'c 
     Ok(list)
 }
 
+/// A lead: its query ID (None: `(other)`, which sorts before every hex ID as its text
+/// does), runs and calls.
+type Lead = (Option<u128>, u64, u64);
+
 /// A class's leads by query ID, `(other)` last (RunsFigures' dict, in its order).
-fn leads(total: &Total, runs: &Runs) -> Vec<(String, u64, u64)> {
-    let mut leads: Vec<(String, u64, u64)> =
-        runs.leads.iter().map(|&(lead, r, n)| (query_id(total.fingerprints.get(lead)), r, n)).collect();
+fn leads(total: &Total, runs: &Runs) -> Vec<Lead> {
+    let ids = total.query_ids();
+    let mut leads: Vec<Lead> = runs.leads.iter().map(|&(lead, r, n)| (Some(ids[lead as usize]), r, n)).collect();
     if let Some((r, n)) = runs.leads_other {
-        leads.push(("(other)".to_string(), r, n));
+        leads.push((None, r, n));
     }
     leads
+}
+
+/// A query ID as pt writes it: 32 uppercase hex digits.
+fn hex_id(id: u128) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut text = [0u8; 32];
+    for (i, digit) in text.iter_mut().enumerate() {
+        *digit = DIGITS[(id >> (124 - 4 * i)) as usize & 15];
+    }
+    String::from_utf8(text.to_vec()).expect("hex digits")
 }
 
 /// An integer as text (`write!` costs several times more, a few million times).
