@@ -224,7 +224,7 @@ def filter_arguments(options: EngineOptions) -> dict[str, Any]:
 
 
 def run_range(
-    data: FileMap | bytes,
+    data: FileMap | bytes | bytearray,
     low: int,
     high: int,
     merger: NativeMerger,
@@ -254,7 +254,7 @@ def run_range(
 
 
 #: One segment's work: (file, base, host, low, high, first, data, size).
-Job = tuple[int, int, "str | None", int, int, bool, "FileMap | bytes", int]
+Job = tuple[int, int, "str | None", int, int, bool, "FileMap | bytes | bytearray", int]
 
 
 def run_jobs(
