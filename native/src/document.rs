@@ -828,7 +828,7 @@ fn seconds_text(o: &mut String, micro: i128) -> Out {
 /// reads back as that float: any other decimal of as few digits is a multiple of
 /// 10^-digits too, so at least 10^-digits away, millions of ulps.
 fn tiny_decimal(o: &mut String, negative: bool, mut units: u64, mut digits: usize) {
-    while units % 10 == 0 {
+    while units.is_multiple_of(10) {
         units /= 10;
         digits -= 1;
     }
