@@ -411,7 +411,7 @@ impl Writer<'_> {
                 for (i, digit) in text[1..17].iter_mut().enumerate() {
                     *digit = DIGITS[(v >> (60 - 4 * i)) as usize & 15];
                 }
-                o.push_str(std::str::from_utf8(&text).expect("hex digits"));
+                push_ascii(o, &text);
             }
             o.push(']');
         }
@@ -464,7 +464,9 @@ fn hex_id(id: u128) -> String {
     for (i, digit) in text.iter_mut().enumerate() {
         *digit = DIGITS[(id >> (124 - 4 * i)) as usize & 15];
     }
-    String::from_utf8(text.to_vec()).expect("hex digits")
+    let mut id = String::with_capacity(32);
+    push_ascii(&mut id, &text);
+    id
 }
 
 /// An integer as text (`write!` costs several times more, a few million times).
@@ -489,7 +491,7 @@ fn int(o: &mut String, v: impl Into<i128>) {
     if v < 0 {
         o.push('-');
     }
-    o.push_str(std::str::from_utf8(&digits[at..]).expect("digits"));
+    push_ascii(o, &digits[at..]);
 }
 
 fn separator(o: &mut String, k: usize) {
@@ -847,13 +849,21 @@ fn tiny_decimal(o: &mut String, negative: bool, mut units: u64, mut digits: usiz
     o.push(significant[0] as char);
     if significant.len() > 1 {
         o.push('.');
-        o.push_str(std::str::from_utf8(&significant[1..]).expect("digits"));
+        push_ascii(o, &significant[1..]);
     }
     o.push_str("e-");
     if exponent < 10 {
         o.push('0');
     }
     uint(o, exponent as u64);
+}
+
+/// Digits or hex digits made here: ASCII, so the UTF-8 check (a call per number, a
+/// few hundred numbers per class) is a debug assertion only.
+fn push_ascii(o: &mut String, text: &[u8]) {
+    debug_assert!(text.is_ascii());
+    // SAFETY: every caller passes ASCII digits, quotes or letters it wrote itself.
+    o.push_str(unsafe { std::str::from_utf8_unchecked(text) });
 }
 
 /// A u64 as text, two digits at a time.
@@ -878,7 +888,7 @@ fn uint(o: &mut String, mut v: u64) {
         at -= 1;
         text[at] = b'0' + v as u8;
     }
-    o.push_str(std::str::from_utf8(&text[at..]).expect("digits"));
+    push_ascii(o, &text[at..]);
 }
 
 /// units·10^-digits as Python's repr writes the float nearest it (from 1e-4 up, under
@@ -906,7 +916,7 @@ fn decimal(o: &mut String, negative: bool, units: u64, digits: usize) {
             text[at] = b'0' + (fraction % 10) as u8;
             fraction /= 10;
         }
-        o.push_str(std::str::from_utf8(&text[text.len() - width..]).expect("digits"));
+        push_ascii(o, &text[text.len() - width..]);
     }
 }
 
