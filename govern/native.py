@@ -75,7 +75,7 @@ def query_id(fingerprint: bytes) -> str:
 
 
 def range_handle(
-    data: FileMap | bytes,
+    data: FileMap | bytes | bytearray,
     start: int,
     stop: int,
     end: int,

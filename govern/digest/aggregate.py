@@ -374,6 +374,10 @@ class Partial:
         """Python's classes have no JSON of their own: document.py builds each."""
         return itertools.repeat(None, len(keys))
 
+    def class_json_runs(self, keys: Sequence[ClassKey], frame: object) -> Iterator[int]:
+        """Python's classes have no JSON of their own: document.py builds each."""
+        return iter(range(len(keys)))
+
     def fingerprint_of(self, class_id: str) -> bytes | None:
         """The fingerprint of the class whose query ID is ``class_id``, if kept (the
         map by query ID is made on the first call, again if classes were added)."""

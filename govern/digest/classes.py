@@ -79,6 +79,14 @@ class ClassSource(Protocol):
         source writes it itself (the native core), else None (then it is built)."""
         ...
 
+    def class_json_runs(
+        self, keys: Sequence[ClassKey], frame: DocumentFrame
+    ) -> Iterator[bytes | int]:
+        """:meth:`class_json` in runs: documents the source writes in a row, as UTF-8
+        joined by ``", "`` in one bytes object; for a class it does not write, its
+        position in ``keys`` (then it is built)."""
+        ...
+
 
 #: Finds the findings (as JSON) of a class by its query ID.
 FindingsLookup = Callable[[str], list[dict[str, Any]]]

@@ -67,6 +67,10 @@ class ClassBuilder(Protocol):
         """The documents of ``keys`` as JSON text, in order."""
         ...
 
+    def joined(self, keys: Sequence[ClassKey]) -> Iterator[bytes]:
+        """The documents of ``keys`` as UTF-8 JSON separated by ``", "``, in pieces."""
+        ...
+
 
 class LazyDocuments(Sequence[dict[str, Any]]):
     """A read-only list of documents built from keys when read, each time it is read.
@@ -128,6 +132,9 @@ class LazyClasses(LazyDocuments, Encoded):
 
     def encoded(self) -> Iterator[str]:
         return self._builder.encoded(self._keys)
+
+    def joined(self) -> Iterator[bytes]:
+        return self._builder.joined(self._keys)
 
     def views(self) -> Iterator[Mapping[str, Any]]:
         """The classes as read-only views, each part built when read: for readers of a

@@ -54,7 +54,7 @@ class NativeEngine:
                     else stream_segments(index, item, options)
                 )
                 for segment in segments:
-                    data: FileMap | bytes
+                    data: FileMap | bytes | bytearray
                     if segment.path is not None:
                         if segment.path not in maps:
                             maps[segment.path] = native.map_file(segment.path)

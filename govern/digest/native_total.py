@@ -106,6 +106,23 @@ class NativePartial:
                 list(frame.sources),
             )
 
+    def class_json_runs(
+        self, keys: Sequence[ClassKey], frame: DocumentFrame
+    ) -> Iterator[bytes | int]:
+        """The class documents written by the core, as UTF-8 joined by ``", "``, a few
+        hundred in one bytes object; for a class it leaves to document.py, its position
+        in ``keys``."""
+        indexes = keys.indexes() if isinstance(keys, Keys) else array("I", (k.index for k in keys))
+        sources = list(frame.sources)
+        for start in range(0, len(indexes), JSON_BATCH):
+            for piece in self._total.class_json_runs(
+                indexes[start : start + JSON_BATCH].tobytes(),
+                frame.total_time,
+                frame.window_seconds,
+                sources,
+            ):
+                yield piece + start if isinstance(piece, int) else piece
+
     def totals(self) -> ClassAgg:
         return _class(self._total.totals())
 
@@ -207,7 +224,7 @@ def filter_arguments(options: EngineOptions) -> dict[str, Any]:
 
 
 def run_range(
-    data: FileMap | bytes,
+    data: FileMap | bytes | bytearray,
     low: int,
     high: int,
     merger: NativeMerger,
@@ -237,7 +254,7 @@ def run_range(
 
 
 #: One segment's work: (file, base, host, low, high, first, data, size).
-Job = tuple[int, int, "str | None", int, int, bool, "FileMap | bytes", int]
+Job = tuple[int, int, "str | None", int, int, bool, "FileMap | bytes | bytearray", int]
 
 
 def run_jobs(

@@ -68,7 +68,10 @@ def _segments(inputs: Sequence[Input], options: DigestOptions) -> Iterator[Segme
         if item.seekable:
             yield from file_segments(index, item, options)
         else:
-            yield from stream_segments(index, item, options)
+            for segment in stream_segments(index, item, options):
+                # The reader here slices and hashes its text: bytes, not a bytearray.
+                segment.data = bytes(segment.data or b"")
+                yield segment
 
 
 def run_segment(segment: Segment, context: Context | None = None) -> RangeResult:
@@ -92,7 +95,7 @@ def run_segment(segment: Segment, context: Context | None = None) -> RangeResult
             context=context,
         )
     finally:
-        if segment.path is not None and not isinstance(data, bytes):
+        if segment.path is not None and not isinstance(data, bytes | bytearray):
             data.close()
 
 

@@ -30,7 +30,7 @@ class Segment:
 
     file: int
     path: str | None  # a plain file, mapped by the worker
-    data: bytes | None  # a stream's block (with a few records of slack after ``high``)
+    data: bytes | bytearray | None  # a stream's block (slack of a few records after ``high``)
     low: int
     high: int
     at_start: bool  # the segment starts its input
@@ -84,10 +84,15 @@ def growing_file_segments(
 
 
 def stream_segments(index: int, item: Input, options: DigestOptions) -> Iterator[Segment]:
-    """Blocks of a stream, cut after a separator, each with two more records of slack."""
+    """Blocks of a stream, cut after a separator, each with two more records of slack.
+
+    Blocks are gathered in a ``bytearray`` that becomes the segment's data whole (what
+    it holds past the slack is never read): only the part after the cut is copied, into
+    the next segment's buffer, so a 100 MB statement read from a pipe is held once, as
+    from a file."""
     engine = options.engine(item.host)
     each = options.segment or SEGMENT
-    buffer = b""
+    buffer = bytearray()
     base = 0
     first = True
     consumed = 0
@@ -129,7 +134,7 @@ def stream_segments(index: int, item: Input, options: DigestOptions) -> Iterator
         yield Segment(
             index,
             None,
-            buffer[:slack],
+            buffer,
             0,
             high,
             first,
@@ -140,11 +145,11 @@ def stream_segments(index: int, item: Input, options: DigestOptions) -> Iterator
         )
         first = False
         consumed = 0
-        buffer = buffer[high:]
+        buffer = buffer[high:]  # a new buffer: the segment's stays as it is
         base += high
 
 
-def _slack_end(buffer: bytes, cut: int, extra: int) -> int:
+def _slack_end(buffer: bytes | bytearray, cut: int, extra: int) -> int:
     """The end of the ``extra``-th separator after the one at ``cut`` (-1: not in buffer)."""
     position = cut
     for _ in range(extra):

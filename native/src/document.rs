@@ -18,7 +18,6 @@ use regex::bytes::Regex;
 
 use crate::aggregate::NumStats;
 use crate::class::{Class, Runs};
-use crate::fingerprint::query_id;
 use crate::total::Total;
 
 /// aggregate.py `HISTOGRAM_LABELS`.
@@ -50,7 +49,8 @@ type Out<T = ()> = Result<T, Fallback>;
 pub fn class_json(total: &Total, index: usize, ctx: &Context, out: &mut String) -> bool {
     let start = out.len();
     let (fp, slot) = &total.classes[index];
-    let written = Writer { total, ctx, out }.class(total.fingerprints.get(*fp), &slot.get());
+    let id = total.query_ids()[*fp as usize];
+    let written = Writer { total, ctx, out }.class(total.fingerprints.get(*fp), id, &slot.get());
     if written.is_err() {
         out.truncate(start);
     }
@@ -64,9 +64,9 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    fn class(&mut self, fp: &[u8], c: &Class) -> Out {
+    fn class(&mut self, fp: &[u8], id: u128, c: &Class) -> Out {
         let fingerprint = std::str::from_utf8(fp).map_err(|_| Fallback)?;
-        let id = query_id(fp);
+        let id = hex_id(id);
         let o = &mut *self.out;
         o.push_str("{\"id\": \"");
         o.push_str(&id);
@@ -157,8 +157,8 @@ impl Writer<'_> {
             rounded(o, div(s.sum(), s.count() as i128)? / 1e6, 6)?;
             let buckets = s.buckets();
             let sketched = buckets.iter().map(|b| b.1).sum::<u64>() == s.count();
-            for (name, q) in [("median", 500), ("p95", 950), ("p99", 990)] {
-                let _ = write!(o, ", \"{name}\": ");
+            for (key, q) in [(", \"median\": ", 500), (", \"p95\": ", 950), (", \"p99\": ", 990)] {
+                o.push_str(key);
                 if sketched {
                     number(o, quantile(&buckets, q, s.min(), s.max()), decimal)?;
                 } else {
@@ -245,8 +245,8 @@ impl Writer<'_> {
         seconds_text(o, s.query_time)?;
         o.push_str(", \"ts\": ");
         opt_string(o, s.ts.as_ref().map(|t| t.as_bytes()))?;
-        for (name, v) in [("db", s.db), ("user", s.user), ("host", s.host)] {
-            let _ = write!(o, ", \"{name}\": ");
+        for (key, v) in [(", \"db\": ", s.db), (", \"user\": ", s.user), (", \"host\": ", s.host)] {
+            o.push_str(key);
             opt_string(o, v.map(|v| texts.get(v)))?;
         }
         o.push_str(", \"file\": ");
@@ -260,13 +260,13 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn sequence(&mut self, c: &Class, leads: &[(String, u64, u64)]) -> Out {
+    fn sequence(&mut self, c: &Class, leads: &[Lead]) -> Out {
         let runs = &c.runs;
         let o = &mut *self.out;
         runs_figures(o, ", \"sequence\": {\"calls\": ", runs);
         mean_run(o, runs)?;
-        for (name, q) in [("median_run", 500), ("p95_run", 950)] {
-            let _ = write!(o, ", \"{name}\": ");
+        for (key, q) in [(", \"median_run\": ", 500), (", \"p95_run\": ", 950)] {
+            o.push_str(key);
             if runs.runs > 0 {
                 let lengths: Vec<(i32, u64)> = runs.lengths.iter().copied().collect();
                 int(o, quantile(&lengths, q, 1, runs.longest as i128));
@@ -282,12 +282,22 @@ impl Writer<'_> {
             led_calls += n;
         }
         let o = &mut *self.out;
-        let _ = write!(o, ", \"led_runs\": {led_runs}, \"led_calls\": {led_calls}, \"leads\": [");
-        let mut shown: Vec<&(String, u64, u64)> = leads.iter().filter(|l| l.0.as_bytes() != OTHER_VALUE).collect();
+        o.push_str(", \"led_runs\": ");
+        uint(o, led_runs);
+        o.push_str(", \"led_calls\": ");
+        uint(o, led_calls);
+        o.push_str(", \"leads\": [");
+        let mut shown: Vec<(u128, u64, u64)> = leads.iter().filter_map(|&(id, r, n)| Some((id?, r, n))).collect();
         shown.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
         for (k, (id, r, n)) in shown.into_iter().take(LEADS_SHOWN).enumerate() {
             separator(o, k);
-            let _ = write!(o, "{{\"id\": \"{id}\", \"runs\": {r}, \"calls\": {n}}}");
+            o.push_str("{\"id\": \"");
+            o.push_str(&hex_id(id));
+            o.push_str("\", \"runs\": ");
+            int(o, r);
+            o.push_str(", \"calls\": ");
+            int(o, n);
+            o.push('}');
         }
         o.push_str("]}");
         Ok(())
@@ -339,11 +349,13 @@ impl Writer<'_> {
             o.push_str(", \"per_row\": ");
             rounded(o, slope / 1e6, 9)?;
         }
-        let _ = write!(o, ", \"statements\": {n}}}");
+        o.push_str(", \"statements\": ");
+        int(o, n);
+        o.push('}');
         Ok(())
     }
 
-    fn state(&mut self, c: &Class, mut leads: Vec<(String, u64, u64)>) -> Out {
+    fn state(&mut self, c: &Class, mut leads: Vec<Lead>) -> Out {
         let list = nums(self.total, c)?;
         let o = &mut *self.out;
         o.push_str(", \"state\": {\"metrics\": {");
@@ -376,7 +388,10 @@ impl Writer<'_> {
         for (k, (id, r, n)) in leads.into_iter().enumerate() {
             separator(o, k);
             o.push('"');
-            o.push_str(&id);
+            match id {
+                Some(id) => o.push_str(&hex_id(id)),
+                None => o.push_str("(other)"),
+            }
             o.push_str("\": [");
             int(o, r);
             o.push_str(", ");
@@ -385,13 +400,18 @@ impl Writer<'_> {
         }
         o.push_str("}}, \"single_runs\": ");
         runs_state(o, c.single_runs.as_deref().unwrap_or(&Runs::default()));
-        for (name, kmv) in [("connections", &c.connections.0), ("texts", &c.texts.0)] {
-            let _ = write!(o, ", \"{name}\": [");
+        for (key, kmv) in [(", \"connections\": [", &c.connections.0), (", \"texts\": [", &c.texts.0)] {
+            o.push_str(key);
             let mut sorted: Vec<u64> = kmv.to_vec();
             sorted.sort_unstable();
             for (k, v) in sorted.into_iter().enumerate() {
                 separator(o, k);
-                let _ = write!(o, "\"{v:016x}\"");
+                const DIGITS: &[u8; 16] = b"0123456789abcdef";
+                let mut text = [b'"'; 18];
+                for (i, digit) in text[1..17].iter_mut().enumerate() {
+                    *digit = DIGITS[(v >> (60 - 4 * i)) as usize & 15];
+                }
+                push_ascii(o, &text);
             }
             o.push(']');
         }
@@ -423,34 +443,46 @@ fn nums<'t, 'c>(total: &'t Total, c: &'c Class) -> Out<Vec<(&'t str, usize, &'c 
     Ok(list)
 }
 
+/// A lead: its query ID (None: `(other)`, which sorts before every hex ID as its text
+/// does), runs and calls.
+type Lead = (Option<u128>, u64, u64);
+
 /// A class's leads by query ID, `(other)` last (RunsFigures' dict, in its order).
-fn leads(total: &Total, runs: &Runs) -> Vec<(String, u64, u64)> {
-    let mut leads: Vec<(String, u64, u64)> =
-        runs.leads.iter().map(|&(lead, r, n)| (query_id(total.fingerprints.get(lead)), r, n)).collect();
+fn leads(total: &Total, runs: &Runs) -> Vec<Lead> {
+    let ids = total.query_ids();
+    let mut leads: Vec<Lead> = runs.leads.iter().map(|&(lead, r, n)| (Some(ids[lead as usize]), r, n)).collect();
     if let Some((r, n)) = runs.leads_other {
-        leads.push(("(other)".to_string(), r, n));
+        leads.push((None, r, n));
     }
     leads
+}
+
+/// A query ID as pt writes it: 32 uppercase hex digits.
+fn hex_id(id: u128) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut text = [0u8; 32];
+    for (i, digit) in text.iter_mut().enumerate() {
+        *digit = DIGITS[(id >> (124 - 4 * i)) as usize & 15];
+    }
+    let mut id = String::with_capacity(32);
+    push_ascii(&mut id, &text);
+    id
 }
 
 /// An integer as text (`write!` costs several times more, a few million times).
 fn int(o: &mut String, v: impl Into<i128>) {
     let v: i128 = v.into();
-    let mut digits = [0u8; 40];
-    let mut at = digits.len();
     let mut rest = v.unsigned_abs();
     // u64 division is several times cheaper than u128's.
-    if let Ok(mut small) = u64::try_from(rest) {
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (small % 10) as u8;
-            small /= 10;
-            if small == 0 {
-                break;
-            }
+    if let Ok(small) = u64::try_from(rest) {
+        if v < 0 {
+            o.push('-');
         }
-        rest = 0;
+        uint(o, small);
+        return;
     }
+    let mut digits = [0u8; 40];
+    let mut at = digits.len();
     while rest > 0 || at == digits.len() {
         at -= 1;
         digits[at] = b'0' + (rest % 10) as u8;
@@ -459,7 +491,7 @@ fn int(o: &mut String, v: impl Into<i128>) {
     if v < 0 {
         o.push('-');
     }
-    o.push_str(std::str::from_utf8(&digits[at..]).expect("digits"));
+    push_ascii(o, &digits[at..]);
 }
 
 fn separator(o: &mut String, k: usize) {
@@ -585,7 +617,10 @@ fn mean_run(o: &mut String, runs: &Runs) -> Out {
 /// sketch.py `distinct_count`: the count, then `"exact_key": exact?`.
 fn distinct_count(o: &mut String, kept: &[u64], exact_key: &str) -> Out {
     if kept.len() < DISTINCT_K {
-        let _ = write!(o, "{}, \"{exact_key}\": true", kept.len());
+        uint(o, kept.len() as u64);
+        o.push_str(", \"");
+        o.push_str(exact_key);
+        o.push_str("\": true");
         return Ok(());
     }
     let largest = *kept.iter().max().expect("kept values") as u128 + 1;
@@ -767,6 +802,10 @@ fn rounded(o: &mut String, x: f64, digits: usize) -> Out {
                 decimal(o, v.is_sign_negative(), units, digits);
                 return Ok(());
             }
+            if units != 0 && units < scale / 10_000 {
+                tiny_decimal(o, v.is_sign_negative(), units, digits);
+                return Ok(());
+            }
         }
     }
     float(o, round(x, digits)?)
@@ -775,11 +814,81 @@ fn rounded(o: &mut String, x: f64, digits: usize) -> Out {
 /// `float(o, seconds(micro))`, written from the integer as `rounded` does.
 fn seconds_text(o: &mut String, micro: i128) -> Out {
     let units = micro.unsigned_abs();
-    if units >= 1_000_000_000_000_000 || (units != 0 && units < 100) {
+    if units >= 1_000_000_000_000_000 {
         return float(o, seconds(micro)?);
     }
-    decimal(o, micro < 0, units as u64, 6);
+    if units != 0 && units < 100 {
+        tiny_decimal(o, micro < 0, units as u64, 6);
+    } else {
+        decimal(o, micro < 0, units as u64, 6);
+    }
     Ok(())
+}
+
+/// units·10^-digits below 1e-4 (units > 0) as Python's repr writes the float nearest it:
+/// exponent form (`5e-06`, `1.25e-07`). The decimal's digits are the shortest text that
+/// reads back as that float: any other decimal of as few digits is a multiple of
+/// 10^-digits too, so at least 10^-digits away, millions of ulps.
+fn tiny_decimal(o: &mut String, negative: bool, mut units: u64, mut digits: usize) {
+    while units.is_multiple_of(10) {
+        units /= 10;
+        digits -= 1;
+    }
+    let mut text = [0u8; 20];
+    let mut at = text.len();
+    while units > 0 {
+        at -= 1;
+        text[at] = b'0' + (units % 10) as u8;
+        units /= 10;
+    }
+    let significant = &text[at..];
+    let exponent = digits + 1 - significant.len();
+    if negative {
+        o.push('-');
+    }
+    o.push(significant[0] as char);
+    if significant.len() > 1 {
+        o.push('.');
+        push_ascii(o, &significant[1..]);
+    }
+    o.push_str("e-");
+    if exponent < 10 {
+        o.push('0');
+    }
+    uint(o, exponent as u64);
+}
+
+/// Digits or hex digits made here: ASCII, so the UTF-8 check (a call per number, a
+/// few hundred numbers per class) is a debug assertion only.
+fn push_ascii(o: &mut String, text: &[u8]) {
+    debug_assert!(text.is_ascii());
+    // SAFETY: every caller passes ASCII digits, quotes or letters it wrote itself.
+    o.push_str(unsafe { std::str::from_utf8_unchecked(text) });
+}
+
+/// A u64 as text, two digits at a time.
+fn uint(o: &mut String, mut v: u64) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+    let mut text = [0u8; 20];
+    let mut at = text.len();
+    while v >= 100 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        at -= 2;
+        text[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if v >= 10 {
+        at -= 2;
+        text[at..at + 2].copy_from_slice(&PAIRS[v as usize * 2..v as usize * 2 + 2]);
+    } else {
+        at -= 1;
+        text[at] = b'0' + v as u8;
+    }
+    push_ascii(o, &text[at..]);
 }
 
 /// units·10^-digits as Python's repr writes the float nearest it (from 1e-4 up, under
@@ -790,7 +899,8 @@ fn decimal(o: &mut String, negative: bool, units: u64, digits: usize) {
         o.push('-');
     }
     let (whole, mut fraction) = (units / scale, units % scale);
-    let _ = write!(o, "{whole}.");
+    uint(o, whole);
+    o.push('.');
     if fraction == 0 {
         o.push('0');
     } else {
@@ -799,7 +909,14 @@ fn decimal(o: &mut String, negative: bool, units: u64, digits: usize) {
             fraction /= 10;
             width -= 1;
         }
-        let _ = write!(o, "{fraction:0width$}");
+        let mut text = [b'0'; 20];
+        let mut at = text.len();
+        while fraction > 0 {
+            at -= 1;
+            text[at] = b'0' + (fraction % 10) as u8;
+            fraction /= 10;
+        }
+        push_ascii(o, &text[text.len() - width..]);
     }
 }
 
@@ -1041,10 +1158,12 @@ mod tests {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            let x = match i % 4 {
+            let x = match i % 5 {
                 0 => (state % 10_000_000_000) as f64 / 1e6,
                 1 => (state >> 11) as f64 / (1u64 << 53) as f64 / 1e3,
                 2 => -((state % 1_000_000) as f64) / 7.0,
+                // Below 1e-4: exponent form, written from the digits (`tiny_decimal`).
+                3 => (state % 100_000) as f64 / [1e9, 1e10, 3e9][(state % 3) as usize],
                 _ => f64::from_bits(state >> 2) % 1e12,
             };
             for digits in [0, 3, 6, 9] {
@@ -1054,9 +1173,15 @@ mod tests {
                 assert_eq!(fast, slow, "round({x:e}, {digits})");
             }
         }
-        for (x, digits, text) in
-            [(1e-4, 6, "0.0001"), (5e-5, 6, "5e-05"), (-1e-9, 6, "-0.0"), (0.0, 3, "0.0"), (2.0, 0, "2.0")]
-        {
+        for (x, digits, text) in [
+            (1e-4, 6, "0.0001"),
+            (5e-5, 6, "5e-05"),
+            (-1e-9, 6, "-0.0"),
+            (0.0, 3, "0.0"),
+            (2.0, 0, "2.0"),
+            (1.25e-7, 9, "1.25e-07"),
+            (-3e-6, 6, "-3e-06"),
+        ] {
             let mut o = String::new();
             rounded(&mut o, x, digits).unwrap();
             assert_eq!(o, text);

@@ -46,6 +46,37 @@ fn thaw(bytes: &[u8]) -> Class {
     postcard::from_bytes(bytes).expect("a frozen class decodes")
 }
 
+/// The first fields of a frozen `Class`, as postcard wrote them: what ranking and capping
+/// read, decoded without the rest (samples, runs, values, sketches of distinct counts).
+#[derive(serde::Deserialize)]
+struct Head {
+    _kind: u8,
+    count: u64,
+    _ts_min: Option<Ts>,
+    _ts_max: Option<Ts>,
+    nums: Vec<NumStats>,
+}
+
+impl Slot {
+    /// `f(count, nums)` of the class, reading only the head of a frozen one.
+    pub fn with_head<R>(&self, f: impl FnOnce(u64, &[NumStats]) -> R) -> R {
+        match self {
+            Slot::Live(c) => f(c.count, &c.nums),
+            Slot::Frozen(bytes) => {
+                let (head, _) = postcard::take_from_bytes::<Head>(bytes).expect("a frozen class decodes");
+                f(head.count, &head.nums)
+            }
+        }
+    }
+}
+
+/// pt's query ID as a number: the MD5 of the fingerprint, big-endian (its 32 uppercase
+/// hex digits sort as the numbers do).
+pub fn query_id_number(fingerprint: &[u8]) -> u128 {
+    use md5::{Digest, Md5};
+    u128::from_be_bytes(Md5::digest(fingerprint).into())
+}
+
 /// Fingerprints that name no kept class, lead or open run are forgotten once this many
 /// more of them (or as many as there are classes, if more) have piled up since the last
 /// time: distinct statements past `--max-classes` then cost no memory that grows with them.
@@ -118,6 +149,8 @@ pub struct Total {
     unclassed_kept: usize,
     /// Fingerprints forgotten so far (the core's own count of state it did not keep).
     pub forgotten: u64,
+    /// Query IDs by fingerprint id, computed once when first asked (`query_ids`).
+    ids: std::sync::OnceLock<Vec<u128>>,
 }
 
 /// A range's ids in the total's tables.
@@ -141,6 +174,7 @@ impl Total {
     /// Add the next range of the input (aggregate.py `merge`, after `shift_lines`):
     /// `file` is its input's index, `line_base` the lines of that input before it.
     pub fn add(&mut self, mut r: RangeDigest, file: u32, line_base: u64, server: Option<&[u8]>) {
+        self.ids.take();
         let maps = IdMaps {
             fingerprints: map_all(&r.fingerprints, &mut self.fingerprints),
             nums: map_all(&r.num_names, &mut self.num_names).into_iter().map(|i| i as u16).collect(),
@@ -399,10 +433,7 @@ impl Total {
         let keys: Vec<(u64, i128)> = self
             .classes
             .iter()
-            .map(|(_, slot)| {
-                let c = slot.get();
-                (c.count, c.nums.get(qt).map_or(0, NumStats::sum))
-            })
+            .map(|(_, slot)| slot.with_head(|count, nums| (count, nums.get(qt).map_or(0, NumStats::sum))))
             .collect();
         let key = |i: &usize| (keys[*i].0, keys[*i].1, fps.get(self.classes[*i].0));
         order.sort_by(|a, b| key(a).cmp(&key(b)));
@@ -451,6 +482,14 @@ impl Total {
         }
     }
 
+    /// Query IDs (`query_id_number`) by fingerprint id: each MD5 computed once, however
+    /// often the ranking, the class documents and their leads name it.
+    pub fn query_ids(&self) -> &[u128] {
+        self.ids.get_or_init(|| {
+            (0..self.fingerprints.len() as u32).map(|i| query_id_number(self.fingerprints.get(i))).collect()
+        })
+    }
+
     /// The id of numeric attribute `name`, if any event had it.
     pub fn num_id(&self, name: &[u8]) -> Option<u32> {
         (0..self.num_names.len() as u32).find(|&i| self.num_names.get(i) == name)
@@ -461,32 +500,34 @@ impl Total {
     /// `order_value` (values compared as Python floats).
     pub fn ranked(&self, attribute: &[u8], function: &str) -> (Vec<u32>, Vec<u32>) {
         let (qt, wanted) = (self.num_id(b"Query_time"), self.num_id(attribute));
-        let mut reported: Vec<(f64, String, u32)> = Vec::new();
-        let mut unreported: Vec<(String, u32)> = Vec::new();
+        let ids = self.query_ids();
+        let mut reported: Vec<(f64, u128, u32)> = Vec::new();
+        let mut unreported: Vec<(u128, u32)> = Vec::new();
         for (i, (fp, slot)) in self.classes.iter().enumerate() {
-            let c = slot.get();
-            let stats = |id: Option<u32>| id.and_then(|i| c.nums.get(i as usize)).filter(|s| s.count() > 0);
-            let id = crate::fingerprint::query_id(self.fingerprints.get(*fp));
-            if stats(qt).is_none() {
-                unreported.push((id, i as u32));
-                continue;
-            }
-            let value = match (function, stats(wanted)) {
-                ("cnt", Some(m)) => m.count() as f64,
-                ("cnt", None) => {
-                    if attribute == b"Query_time" {
-                        c.count as f64
-                    } else {
-                        0.0
+            let id = ids[*fp as usize];
+            let value = slot.with_head(|count, nums| {
+                let stats = |id: Option<u32>| id.and_then(|i| nums.get(i as usize)).filter(|s| s.count() > 0);
+                stats(qt)?;
+                Some(match (function, stats(wanted)) {
+                    ("cnt", Some(m)) => m.count() as f64,
+                    ("cnt", None) => {
+                        if attribute == b"Query_time" {
+                            count as f64
+                        } else {
+                            0.0
+                        }
                     }
-                }
-                (_, None) => f64::NEG_INFINITY,
-                ("sum", Some(m)) => m.sum() as f64,
-                ("max", Some(m)) => m.max() as f64,
-                ("min", Some(m)) => m.min() as f64,
-                (_, Some(m)) => m.sum() as f64 / m.count() as f64,
-            };
-            reported.push((value, id, i as u32));
+                    (_, None) => f64::NEG_INFINITY,
+                    ("sum", Some(m)) => m.sum() as f64,
+                    ("max", Some(m)) => m.max() as f64,
+                    ("min", Some(m)) => m.min() as f64,
+                    (_, Some(m)) => m.sum() as f64 / m.count() as f64,
+                })
+            });
+            match value {
+                Some(value) => reported.push((value, id, i as u32)),
+                None => unreported.push((id, i as u32)),
+            }
         }
         reported.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         unreported.sort();

@@ -301,10 +301,11 @@ impl PyTotal {
     fn key_at<'py>(&self, py: Python<'py>, index: usize, attribute: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
         let t = &self.inner;
         let (fp, slot) = t.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
-        let c = &*slot.get();
-        let metric = num_stats(c, t.num_id(attribute)).map(|s| (s.count(), s.sum(), s.min(), s.max()));
-        (PyBytes::new(py, t.fingerprints.get(*fp)), c.count, num_stats(c, t.num_id(b"Query_time")).is_some(), metric)
-            .into_pyobject(py)
+        let (count, has_time, metric) = slot.with_head(|count, nums| {
+            let metric = num_stats(nums, t.num_id(attribute)).map(|s| (s.count(), s.sum(), s.min(), s.max()));
+            (count, num_stats(nums, t.num_id(b"Query_time")).is_some(), metric)
+        });
+        (PyBytes::new(py, t.fingerprints.get(*fp)), count, has_time, metric).into_pyobject(py)
     }
 
     /// Class indexes, packed as native u32: those with Query_time best first by
@@ -325,8 +326,8 @@ impl PyTotal {
     fn fingerprint_of<'py>(&mut self, py: Python<'py>, id: &str) -> Option<Bound<'py, PyBytes>> {
         let t = &self.inner;
         let by_id = self.by_id.get_or_insert_with(|| {
-            let id_of = |fp: u32| u128::from_str_radix(&query_id(t.fingerprints.get(fp)), 16).unwrap_or(0);
-            t.classes.iter().enumerate().map(|(i, (fp, _))| (id_of(*fp), i as u32)).collect()
+            let ids = t.query_ids();
+            t.classes.iter().enumerate().map(|(i, (fp, _))| (ids[*fp as usize], i as u32)).collect()
         });
         let index = *by_id.get(&u128::from_str_radix(id, 16).ok()?)?;
         Some(PyBytes::new(py, t.fingerprints.get(t.classes[index as usize].0)))
@@ -362,6 +363,44 @@ impl PyTotal {
         Ok(list)
     }
 
+    /// `class_json` for the output: the documents as UTF-8, those written in a row
+    /// joined by `", "` in one bytes object (one copy into Python, no text object per
+    /// class), and in place of a class Python must build, its position in `indexes`.
+    fn class_json_runs<'py>(
+        &self,
+        py: Python<'py>,
+        indexes: &[u8],
+        total_time: i128,
+        window_seconds: Option<f64>,
+        sources: Vec<Option<String>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let ctx = crate::document::Context { total_time, window_seconds, sources };
+        let list = PyList::empty(py);
+        let mut text = String::with_capacity(1 << 20);
+        for (position, chunk) in indexes.chunks_exact(4).enumerate() {
+            let index = u32::from_ne_bytes(chunk.try_into().expect("4 bytes")) as usize;
+            if index >= self.inner.classes.len() {
+                return Err(PyIndexError::new_err("no such class"));
+            }
+            let start = text.len();
+            if !text.is_empty() {
+                text.push_str(", ");
+            }
+            if !crate::document::class_json(&self.inner, index, &ctx, &mut text) {
+                text.truncate(start);
+                if !text.is_empty() {
+                    list.append(PyBytes::new(py, text.as_bytes()))?;
+                    text.clear();
+                }
+                list.append(position)?;
+            }
+        }
+        if !text.is_empty() {
+            list.append(PyBytes::new(py, text.as_bytes()))?;
+        }
+        Ok(list)
+    }
+
     fn class_at(&self, py: Python<'_>, index: usize) -> PyResult<ClassFigures> {
         let (fp, slot) = self.inner.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
         ClassFigures::new(py, &self.inner, Some(*fp), &slot.get(), &mut HashMap::new())
@@ -379,8 +418,8 @@ impl PyTotal {
 }
 
 /// A class's statistics of numeric attribute `id`, if it has values.
-fn num_stats(c: &crate::class::Class, id: Option<u32>) -> Option<&crate::aggregate::NumStats> {
-    id.and_then(|i| c.nums.get(i as usize)).filter(|s| s.count() > 0)
+fn num_stats(nums: &[crate::aggregate::NumStats], id: Option<u32>) -> Option<&crate::aggregate::NumStats> {
+    id.and_then(|i| nums.get(i as usize)).filter(|s| s.count() > 0)
 }
 
 #[pymodule]
