@@ -21,7 +21,7 @@ use crate::class::{histogram_index, Class, SAMPLE_LIMIT};
 use crate::filemap::Bytes;
 use crate::fingerprint::Fingerprinter;
 use crate::hashes::{crc32, mix64, text_hash};
-use crate::kinds::{count_tuples_with, is_py_space, statement_kind, INSERT, READ};
+use crate::kinds::{count_tuples, is_py_space, statement_kind, INSERT, READ};
 use crate::number::{classify, Typed};
 use crate::perl::truthy;
 use crate::slowlog::{Event, Known, Parser};
@@ -280,8 +280,6 @@ struct Digester<'o> {
     fp_cache: FingerprintCache,
     ids: Ids,
     ts_cache: (Vec<u8>, Ts),
-    /// `count_tuples`'s buffer, reused.
-    scratch: Vec<u8>,
     /// The last ids of user, host and db (consecutive events mostly repeat them).
     last_texts: [Option<u32>; 3],
     /// The range's first events wait for the context before it (engine.py `deferring`).
@@ -341,7 +339,6 @@ impl<'o> Digester<'o> {
             fp_cache: FingerprintCache::default(),
             ids,
             ts_cache: (Vec::new(), Ts::from(b"")),
-            scratch: Vec::new(),
             last_texts: [None; 3],
             deferring: !options.context_known && (options.needs_ts() || options.needs_db()),
             kept_events: HashMap::default(),
@@ -579,7 +576,7 @@ impl<'o> Digester<'o> {
             class.string(host_attr, h);
         }
         class.num(ql).add(arg.len() as i128 * 1_000_000);
-        let tuples = if kind == INSERT { count_tuples_with(arg, &mut self.scratch) } else { 0 };
+        let tuples = if kind == INSERT { count_tuples(arg) } else { 0 };
         if kind == INSERT {
             class.num(vr).add(tuples as i128 * 1_000_000);
         }
