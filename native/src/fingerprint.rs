@@ -412,26 +412,29 @@ fn normalize(s: &[u8], out: &mut Vec<u8>) {
     // the two does not matter.
     let s = s.strip_suffix(b"\n").unwrap_or(s);
     let n = s.len();
+    // No rule makes the text longer than what it has read, so `out` never passes `i`;
+    // eight bytes of slack let a letter run store whole words.
+    out.clear();
+    out.resize(n + 8, 0);
+    let mut out = Out { buf: out, w: 0 };
     let mut last_raw: u8 = 0; // the last byte of the text after the number rule
     let mut i = run_len(s, is_space);
     // The bytes before `i` are leading whitespace, which `\A\s+` removes.
     while i < n {
         let c = s[i];
         if is_word(c) && !c.is_ascii_digit() {
-            if i == 0 || !is_word(s[i - 1]) {
+            if matches!(c, b't' | b'T' | b'f' | b'F') && (i == 0 || !is_word(s[i - 1])) {
                 let w = run_len(&s[i..], is_word);
                 if is_true_false(&s[i..i + w]) {
-                    push_question(out, &mut last_raw);
+                    push_question(&mut out, &mut last_raw);
                     i += w;
                     continue;
                 }
             }
             // Letters and underscores up to the next digit or non-word byte: no rule
             // applies inside them but lowercasing.
-            let r = run_len(&s[i..], |b| is_word(b) && !b.is_ascii_digit());
-            out.extend(s[i..i + r].iter().map(u8::to_ascii_lowercase));
-            last_raw = s[i + r - 1];
-            i += r;
+            i = out.letters(s, i);
+            last_raw = s[i - 1];
             continue;
         }
         if matches!(c, b'0'..=b'9' | b'+' | b'-') {
@@ -443,17 +446,17 @@ fn normalize(s: &[u8], out: &mut Vec<u8>) {
                 }
                 j += 1;
             }
-            push_question(out, &mut last_raw);
+            push_question(&mut out, &mut last_raw);
             i = j;
             continue;
         }
         if c == b'(' {
-            if let Some(close) = integer_list_end(s, i, out) {
+            if let Some(close) = integer_list_end(s, i, out.text()) {
                 // `in (1, 2, …)` ends as `in(?+)`: one `?` stands for the whole list.
-                check_null(out);
+                check_null(&mut out);
                 out.push(b'(');
                 last_raw = b'(';
-                push_question(out, &mut last_raw);
+                push_question(&mut out, &mut last_raw);
                 out.push(b')');
                 last_raw = b')';
                 i = close + 1;
@@ -461,23 +464,97 @@ fn normalize(s: &[u8], out: &mut Vec<u8>) {
             }
         }
         if c == b'?' {
-            push_question(out, &mut last_raw);
+            push_question(&mut out, &mut last_raw);
         } else if is_tr_space(c) {
-            if out.last() != Some(&b' ') {
-                check_null(out);
+            if out.last() != Some(b' ') {
+                check_null(&mut out);
                 out.push(b' ');
             }
             last_raw = c;
         } else {
             if !is_word(c) {
-                check_null(out);
+                check_null(&mut out);
             }
             out.push(c.to_ascii_lowercase());
             last_raw = c;
         }
         i += 1;
     }
-    check_null(out);
+    check_null(&mut out);
+    let w = out.w;
+    out.buf.truncate(w);
+}
+
+/// `normalize`'s output: a buffer sized before the pass and written by index, so a byte
+/// costs a store rather than a push, and a run of letters is lowercased and stored eight
+/// bytes at a time.
+struct Out<'a> {
+    buf: &'a mut Vec<u8>,
+    w: usize,
+}
+
+impl Out<'_> {
+    #[inline]
+    fn push(&mut self, b: u8) {
+        self.buf[self.w] = b;
+        self.w += 1;
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        self.w = self.w.saturating_sub(1);
+    }
+
+    #[inline]
+    fn last(&self) -> Option<u8> {
+        self.w.checked_sub(1).map(|j| self.buf[j])
+    }
+
+    #[inline]
+    fn text(&self) -> &[u8] {
+        &self.buf[..self.w]
+    }
+
+    /// Lowercase and append the run of letters and underscores that starts at `s[i]`;
+    /// returns where it ends. The store may run past the run (into the slack, or where
+    /// the next bytes will be written): only the run's bytes are kept.
+    #[inline]
+    fn letters(&mut self, s: &[u8], mut i: usize) -> usize {
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        while let Some(chunk) = s.get(i..i + 8) {
+            let x = u64::from_le_bytes(chunk.try_into().unwrap());
+            let (alpha, run) = letter_bytes(x);
+            self.buf[self.w..self.w + 8].copy_from_slice(&(x | alpha >> 2).to_le_bytes());
+            let stop = !run & HIGH;
+            if stop != 0 {
+                let k = (stop.trailing_zeros() / 8) as usize;
+                self.w += k;
+                return i + k;
+            }
+            self.w += 8;
+            i += 8;
+        }
+        while i < s.len() && is_word(s[i]) && !s[i].is_ascii_digit() {
+            self.push(s[i].to_ascii_lowercase());
+            i += 1;
+        }
+        i
+    }
+}
+
+/// The high bit of each byte of `x` that is an ASCII letter, and of each that is a letter
+/// or `_` (`\w` without the digits). A byte with its `0x20` bit set is a letter exactly
+/// when it lies in `a..=z`; the high bit is masked off first so no sum carries into the
+/// next byte, and non-ASCII bytes are dropped at the end.
+#[inline]
+fn letter_bytes(x: u64) -> (u64, u64) {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let y = (x | 0x2020_2020_2020_2020) & 0x7F7F_7F7F_7F7F_7F7F;
+    let at_least_a = y.wrapping_add(0x1F1F_1F1F_1F1F_1F1F); // y >= 0x61
+    let past_z = y.wrapping_add(0x0505_0505_0505_0505); // y >= 0x7b
+    let alpha = at_least_a & !past_z & !x & HIGH;
+    let underscore = !nonzero_bytes(x ^ 0x5F5F_5F5F_5F5F_5F5F) & HIGH;
+    (alpha, alpha | underscore)
 }
 
 /// Where the list that opens at `s[open]` closes, when pt's rules make the whole list one
@@ -494,6 +571,14 @@ fn integer_list_end(s: &[u8], open: usize, out: &[u8]) -> Option<usize> {
         .find(|k| word.ends_with(k) && (word.len() == k.len() || !is_word(word[word.len() - k.len() - 1])))?;
     let body = &s[open + 1..];
     let mut j = 0;
+    // Whole blocks of digits, commas and blanks first, 32 bytes at a time: a fixed-size
+    // test without an early exit, which the compiler turns into vector compares.
+    while let Some(block) = body.get(j..j + 32).and_then(|b| <&[u8; 32]>::try_from(b).ok()) {
+        if block.iter().fold(false, |stop, &b| stop | !(b.is_ascii_digit() || b == b',' || b == b' ')) {
+            break;
+        }
+        j += 32;
+    }
     while let Some(chunk) = body.get(j..j + 8) {
         let x = u64::from_le_bytes(chunk.try_into().unwrap());
         // Digits: the high bit stays clear in both sums (see `digit_run`).
@@ -546,7 +631,7 @@ fn is_true_false(w: &[u8]) -> bool {
 
 /// Emit a `?`, first applying `[xb.+-]\?` → `?` to the byte before it.
 #[inline]
-fn push_question(out: &mut Vec<u8>, last_raw: &mut u8) {
+fn push_question(out: &mut Out, last_raw: &mut u8) {
     if matches!(*last_raw, b'x' | b'b' | b'.' | b'+' | b'-') {
         out.pop();
     }
@@ -557,11 +642,12 @@ fn push_question(out: &mut Vec<u8>, last_raw: &mut u8) {
 
 /// `s/\bnull\b/?/g`, applied when a word has just ended at the end of `out`.
 #[inline]
-fn check_null(out: &mut Vec<u8>) {
-    let n = out.len();
+fn check_null(out: &mut Out) {
+    let n = out.w;
+    let o = &out.buf;
     // Most words do not end in `l`: one byte decides before four are compared.
-    if n >= 4 && out[n - 1] == b'l' && out[n - 4..] == *b"null" && (n == 4 || !is_word(out[n - 5])) {
-        out.truncate(n - 4);
+    if n >= 4 && o[n - 1] == b'l' && o[n - 4..n] == *b"null" && (n == 4 || !is_word(o[n - 5])) {
+        out.w = n - 4;
         out.push(b'?');
     }
 }
@@ -773,6 +859,44 @@ mod tests {
                 let want = s.iter().take_while(|b| b.is_ascii_digit()).count();
                 assert_eq!(digit_run(&s), want, "{len} digits then {next:#x}");
                 assert_eq!(digit_run(&s[..len]), len);
+            }
+        }
+    }
+
+    #[test]
+    fn letter_bytes_of_every_byte_and_neighbour() {
+        for b in 0u8..=255 {
+            for pos in 0..8 {
+                for fill in [b'a', b'Z', b'_', b'0', b'@', b'[', b'`', b'{', 0x80, 0xc1, 0xdf, 0xff] {
+                    let mut c = [fill; 8];
+                    c[pos] = b;
+                    let (alpha, run) = letter_bytes(u64::from_le_bytes(c));
+                    for (k, &v) in c.iter().enumerate() {
+                        assert_eq!(alpha >> (8 * k + 7) & 1 == 1, v.is_ascii_alphabetic(), "{c:?} at {k}");
+                        assert_eq!(run >> (8 * k + 7) & 1 == 1, v.is_ascii_alphabetic() || v == b'_', "{c:?} at {k}");
+                    }
+                    assert_eq!(alpha & !0x8080_8080_8080_8080, 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn letter_runs_of_every_length() {
+        for len in 0..20 {
+            for next in [b' ', b'1', b'(', b'_', b'q', 0xc3] {
+                let mut q = b"x ".to_vec();
+                q.extend((0..len).map(|k| b"AbCdEfGhIj_KlMnOpQrStUvWxYz"[k % 27]));
+                q.push(next);
+                q.extend_from_slice(b" FROM t");
+                let want: Vec<u8> = {
+                    // The byte-at-a-time reading: only lowercasing applies to the run.
+                    let mut f = Fingerprinter::new();
+                    let mut plain = q.clone();
+                    plain.make_ascii_lowercase();
+                    f.fingerprint(&plain).to_vec()
+                };
+                assert_eq!(Fingerprinter::new().fingerprint(&q), &want[..], "{}", String::from_utf8_lossy(&q));
             }
         }
     }

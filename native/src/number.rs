@@ -16,10 +16,17 @@ pub enum Typed {
     Text,
 }
 
+#[inline]
 pub fn classify(raw: &[u8]) -> Typed {
-    if let Some(v) = plain_decimal(raw) {
-        return Typed::Num(v as i128);
+    match plain_decimal(raw) {
+        Some(v) => Typed::Num(v as i128),
+        None => classify_other(raw),
     }
+}
+
+/// `classify` of what is not a plain decimal: long integers, signs, exponents, flags, text.
+#[inline(never)]
+fn classify_other(raw: &[u8]) -> Typed {
     if !raw.is_empty() && raw.iter().all(u8::is_ascii_digit) {
         return digits(raw).and_then(|v| v.checked_mul(1_000_000)).map_or(Typed::Text, Typed::Num);
     }
@@ -40,20 +47,32 @@ pub fn classify(raw: &[u8]) -> Typed {
 #[inline]
 fn plain_decimal(raw: &[u8]) -> Option<u64> {
     const SCALE: [u64; 7] = [1_000_000, 100_000, 10_000, 1_000, 100, 10, 1];
-    let int = raw.iter().take_while(|b| b.is_ascii_digit()).count();
+    // One pass over the digits (wrapping: a run too long to fit is refused below).
+    let mut whole = 0u64;
+    let mut int = 0;
+    while let Some(d) = raw.get(int).map(|b| b.wrapping_sub(b'0')).filter(|&d| d <= 9) {
+        whole = whole.wrapping_mul(10).wrapping_add(d as u64);
+        int += 1;
+    }
     if int == 0 || int > 12 {
         return None;
     }
-    let whole = raw[..int].iter().fold(0u64, |n, &d| n * 10 + (d - b'0') as u64);
     let frac = match raw.get(int) {
         None => return Some(whole * 1_000_000),
         Some(b'.') => &raw[int + 1..],
         Some(_) => return None,
     };
-    if frac.len() > 6 || !frac.iter().all(u8::is_ascii_digit) {
+    if frac.len() > 6 {
         return None;
     }
-    let part = frac.iter().fold(0u64, |n, &d| n * 10 + (d - b'0') as u64);
+    let mut part = 0u64;
+    for &b in frac {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        part = part * 10 + d as u64;
+    }
     Some(whole * 1_000_000 + part * SCALE[frac.len()])
 }
 

@@ -21,7 +21,7 @@ use crate::class::{histogram_index, Class, SAMPLE_LIMIT};
 use crate::filemap::Bytes;
 use crate::fingerprint::Fingerprinter;
 use crate::hashes::{crc32, mix64, text_hash};
-use crate::kinds::{count_tuples_with, is_py_space, statement_kind, INSERT, READ};
+use crate::kinds::{count_tuples, is_py_space, statement_kind, INSERT, READ};
 use crate::number::{classify, Typed};
 use crate::perl::truthy;
 use crate::slowlog::{Event, Known, Parser};
@@ -207,6 +207,23 @@ fn text_id(texts: &mut Interner, last: &mut Option<u32>, v: &[u8]) -> u32 {
     id
 }
 
+/// `a == b` for the short names of attributes: two overlapping word loads instead of a
+/// call to memcmp (a property name is compared on every property of every event).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
+    let half = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().unwrap());
+    match n {
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        _ => a == b,
+    }
+}
+
 fn strip_backticks(s: &[u8]) -> &[u8] {
     let a = s.iter().take_while(|&&b| b == b'`').count();
     let s = &s[a..];
@@ -280,10 +297,13 @@ struct Digester<'o> {
     fp_cache: FingerprintCache,
     ids: Ids,
     ts_cache: (Vec<u8>, Ts),
-    /// `count_tuples`'s buffer, reused.
-    scratch: Vec<u8>,
     /// The last ids of user, host and db (consecutive events mostly repeat them).
     last_texts: [Option<u32>; 3],
+    /// Per property position, the `keys` entry the previous event had there (events
+    /// repeat their header lines in order): checked with `same_bytes`, not memcmp.
+    key_at: Vec<usize>,
+    /// The numeric attribute id of `Query_time`, once seen.
+    query_time_num: Option<u16>,
     /// The range's first events wait for the context before it (engine.py `deferring`).
     deferring: bool,
     /// `keep_event` of each (db, user, host) ids asked so far (`u32::MAX`: none).
@@ -341,8 +361,9 @@ impl<'o> Digester<'o> {
             fp_cache: FingerprintCache::default(),
             ids,
             ts_cache: (Vec::new(), Ts::from(b"")),
-            scratch: Vec::new(),
             last_texts: [None; 3],
+            key_at: Vec::new(),
+            query_time_num: None,
             deferring: !options.context_known && (options.needs_ts() || options.needs_db()),
             kept_events: HashMap::default(),
         }
@@ -534,23 +555,48 @@ impl<'o> Digester<'o> {
         }
         let mut num_buf = crate::slowlog::itoa_buf::Buf::default();
         let rows_affected = ev.known(Known::RowsAffected);
+        // Query_time was typed by `head`: the same bytes type the same.
+        let query_time_raw = query_time.and_then(|qt| ev.known(Known::QueryTime).map(|raw| (raw, qt)));
         for (position, (key, value)) in ev.iter().enumerate() {
             let Some(value) = value else { continue };
-            let k = self.keys.lookup(position, key);
+            let k = match self.key_at.get(position) {
+                Some(&k) if same_bytes(&self.keys.infos[k].name, key) => k,
+                _ => {
+                    let k = self.keys.lookup(position, key);
+                    if self.key_at.len() <= position {
+                        self.key_at.resize(position + 1, 0);
+                    }
+                    self.key_at[position] = k;
+                    k
+                }
+            };
             let info = &mut self.keys.infos[k];
             if info.ignored {
                 continue;
             }
             let raw = value.as_bytes(&mut num_buf);
-            let typed = if info.categorical { Typed::Text } else { classify(raw) };
+            let typed = match query_time_raw {
+                _ if info.categorical => Typed::Text,
+                Some((q, qt)) if std::ptr::eq(q, raw) => Typed::Num(qt),
+                _ => classify(raw),
+            };
             match typed {
                 Typed::Num(v) => {
                     let id = *info.num_id.get_or_insert_with(|| r.num_names.id(key) as u16);
                     class.num(id).add(v);
-                    if key == b"Query_time" {
+                    let is_query_time = match self.query_time_num {
+                        Some(q) => q == id,
+                        None => {
+                            key == b"Query_time" && {
+                                self.query_time_num = Some(id);
+                                true
+                            }
+                        }
+                    };
+                    if is_query_time {
                         class.decimal.set(id as usize);
                         class.histogram[histogram_index(v)] += 1;
-                    } else if raw.contains(&b'.') {
+                    } else if !class.decimal.get(id as usize) && raw.contains(&b'.') {
                         class.decimal.set(id as usize);
                     }
                 }
@@ -579,7 +625,7 @@ impl<'o> Digester<'o> {
             class.string(host_attr, h);
         }
         class.num(ql).add(arg.len() as i128 * 1_000_000);
-        let tuples = if kind == INSERT { count_tuples_with(arg, &mut self.scratch) } else { 0 };
+        let tuples = if kind == INSERT { count_tuples(arg) } else { 0 };
         if kind == INSERT {
             class.num(vr).add(tuples as i128 * 1_000_000);
         }
