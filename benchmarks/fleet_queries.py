@@ -9,7 +9,7 @@ of a harness server (--server-dir), of the server (mariadbd's utime + stime over
 the load average before it, the exit code and the output's size. The machine is shared:
 CPU seconds say what the work costs, wall time only "at load X".
 
-Commands: ``govern digest --store URL --since 7d`` (whole fleet, then ``--host 'db0*'``),
+Commands: ``govern digest --store URL --since 7d`` (--since) (whole fleet, then ``--host 'db0*'``),
 the same over whole days (``--since DAY --until DAY``: roll-ups only), and ``govern
 regressions --store URL --baseline 7d --window 24h``.
 """
@@ -58,6 +58,7 @@ def main() -> int:
     parser.add_argument("--server-dir", help="a tests/harness.py server's dir: its CPU too")
     parser.add_argument("--days", help="FIRST:END whole days for --since/--until (END excluded)")
     parser.add_argument("--glob", default="db0*")
+    parser.add_argument("--since", default="7d", help="the report's --since (a duration)")
     parser.add_argument(
         "--only", help="comma-separated labels to run (digest, glob, days, days-glob, regressions)"
     )
@@ -68,9 +69,9 @@ def main() -> int:
     govern = [sys.executable, "-m", "govern"]
     store = ["--store", args.store]
     plan = [
-        ("digest", "digest --since 7d", [*govern, "digest", *store, "--since", "7d"]),
-        ("glob", f"digest --since 7d --host '{args.glob}'",
-         [*govern, "digest", *store, "--since", "7d", "--host", args.glob]),
+        ("digest", f"digest --since {args.since}", [*govern, "digest", *store, "--since", args.since]),
+        ("glob", f"digest --since {args.since} --host '{args.glob}'",
+         [*govern, "digest", *store, "--since", args.since, "--host", args.glob]),
     ]  # fmt: skip
     if args.days:
         first, end = args.days.split(":")

@@ -334,7 +334,8 @@ class Builder:
                          stamp(dt.datetime.now())),
                     )  # fmt: skip
                 made += 1
-            say(f"  {day}: copied ({made} host-days, {hourly} host-hours of class rows so far,"
+            if len(self.days) <= 14 or day == self.last:
+                say(f"  {day}: copied ({made} host-days, {hourly} host-hours of class rows so far,"
                 f" {time.perf_counter() - began:.0f} s)")  # fmt: skip
         store.run(f"DROP TABLE {self.prefix}tpl_day_classes")
         say(f"copies: {made} host-days (heads and roll-ups), {hourly} host-hours of hourly class"
