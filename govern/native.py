@@ -120,3 +120,10 @@ def new_total(max_classes: int) -> Total:
     """An empty merged digest (native/src/total.rs): ``add`` ranges in input order."""
     total: Total = _require().Total(max_classes)
     return total
+
+
+def stored_merge() -> Any | None:
+    """A merge of the history store's class states in the core (``StoredMerge``,
+    native/src/stored.rs), or None when the core is not available."""
+    made = None if _core is None or _DISABLED else getattr(_core, "StoredMerge", None)
+    return None if made is None else made()

@@ -55,11 +55,11 @@ def merge_sourced(
     part_sources: Sequence[Source],
     *,
     max_classes: int,
-) -> None:
+) -> list[int]:
     """Merge ``part`` (consumed) into ``partial`` where the same input comes again (the
     buckets of one log, the hours of one host): the files its samples and malformed entries
     point at are renumbered into ``sources``, an input already there (same name and host)
-    counted once, its bytes added."""
+    counted once, its bytes added. Returns where each of ``part_sources`` went."""
     mapping = [_source_index(sources, source) for source in part_sources]
     for agg in part.all_classes():
         if agg.sample is not None and agg.sample.file < len(mapping):
@@ -69,6 +69,7 @@ def merge_sourced(
             bad.file = mapping[bad.file]
     part.ts_seen = part.db_seen = True
     merge(partial, part, max_classes=max_classes)
+    return mapping
 
 
 def _source_index(sources: list[Source], source: Source) -> int:

@@ -12,14 +12,18 @@ The state is written in a binary form (:func:`encode_agg`): the aggregate's own
 figures as plain tuples, dicts and sets of ints and strings, ``marshal``-ed and
 zlib-compressed behind a version byte. Reading it back is a C-level load with nothing to
 parse (no JSON, no sketch pairs rebuilt, no hex hashes), which was 57% of a roll-up's
-time with the JSON form. States written before (zlib JSON, the document's form) are still
-read (:func:`decode_class` tells them apart by their first byte).
+time with the JSON form. Version 2 (:data:`STATE_V2`) keeps the distinct-count hashes
+(random 64-bit words, most of the state and incompressible) packed before the zlib part:
+inflating them cost more than merging them. States written before (version 1, and zlib
+JSON, the document's form) are still read (:func:`decode_class` tells them apart by their
+first byte).
 """
 
 from __future__ import annotations
 
 import json
 import marshal
+import struct
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,13 +64,20 @@ def unpack(blob: bytes | None) -> Any:
     (:func:`state_document`), so readers of one state read either form."""
     if blob is None:
         return None
-    if blob[:1] == STATE_V1:
+    if blob[:1] in BINARY:
         return state_document(blob)
     return json.loads(zlib.decompress(blob))
 
 
-#: First byte of a binary class state (a zlib stream starts with 0x78: the JSON form).
+#: First byte of a binary class state (a zlib stream starts with 0x78: the JSON form):
+#: version 1 is zlib(marshal); version 2 is two u16 counts, the connections' and the
+#: texts' hashes as little-endian u64 ascending, then zlib(marshal) with None in their
+#: places (the native merge reads both, native/src/stored.rs).
 STATE_V1 = b"\x01"
+STATE_V2 = b"\x02"
+BINARY = (STATE_V1, STATE_V2)
+_COUNTS = struct.Struct("<HH")
+_WORD = 1 << 64
 
 
 def _runs_tuple(runs: Runs) -> tuple[Any, ...]:
@@ -117,16 +128,51 @@ def encode_agg(agg: ClassAgg, sample_file: str | None) -> bytes:
         ),
         _runs_tuple(agg.runs),
         _runs_tuple(agg.single_runs),
-        agg.connections,
-        agg.texts,
+        None,
+        None,
         (agg.fit.n, agg.fit.sx, agg.fit.sy, agg.fit.sxx, agg.fit.sxy),
     )
-    return STATE_V1 + zlib.compress(marshal.dumps(value, 4), 6)
+    connections, texts = sorted(agg.connections), sorted(agg.texts)
+    if _packable(connections) and _packable(texts):
+        return b"".join(
+            (
+                STATE_V2,
+                _COUNTS.pack(len(connections), len(texts)),
+                struct.pack(f"<{len(connections) + len(texts)}Q", *connections, *texts),
+                zlib.compress(marshal.dumps(value, 4), 6),
+            )
+        )
+    whole = (*value[:12], agg.connections, agg.texts, value[14])
+    return STATE_V1 + zlib.compress(marshal.dumps(whole, 4), 6)
+
+
+def _packable(hashes: list[int]) -> bool:
+    return not hashes or (len(hashes) < 1 << 16 and hashes[0] >= 0 and hashes[-1] < _WORD)
+
+
+def _split(blob: bytes) -> tuple[int, int, int]:
+    """A version 2 state's counts of hashes and where its zlib part starts."""
+    connections, texts = _COUNTS.unpack_from(blob, 1)
+    return connections, texts, 5 + 8 * (connections + texts)
 
 
 def _load(blob: bytes) -> tuple[Any, ...]:
-    value: tuple[Any, ...] = marshal.loads(zlib.decompress(memoryview(blob)[1:]))
-    return value
+    if blob[:1] == STATE_V1:
+        value: tuple[Any, ...] = marshal.loads(zlib.decompress(memoryview(blob)[1:]))
+        return value
+    start = _split(blob)[2]
+    return load_payload(blob[:start] + zlib.decompress(memoryview(blob)[start:]))
+
+
+def load_payload(data: bytes) -> tuple[Any, ...]:
+    """The tuple of a :func:`payload` (version 2's hashes put back in their places)."""
+    if data[:1] != STATE_V2:
+        value: tuple[Any, ...] = marshal.loads(data)
+        return value
+    connections, texts, start = _split(data)
+    hashes = struct.unpack_from(f"<{connections + texts}Q", data, 5)
+    head = marshal.loads(memoryview(data)[start:])
+    return (*head[:12], set(hashes[:connections]), set(hashes[connections:]), head[14])
 
 
 def state_document(blob: bytes) -> dict[str, Any]:
@@ -177,8 +223,26 @@ def state_document(blob: bytes) -> dict[str, Any]:
 def decode_class(blob: bytes, names: Mapping[str, int]) -> ClassAgg:
     """A stored class state as an aggregate, either form; ``names`` maps the unit's input
     names to their indexes (the sample's file)."""
-    if blob[:1] != STATE_V1:
+    if blob[:1] not in BINARY:
         return class_of_document(unpack(blob), names)
+    return agg_of(_load(blob), names)
+
+
+def payload(item: bytes | Mapping[str, Any]) -> bytes:
+    """The ``marshal`` payload of a class state in any form (a binary or JSON blob, or a
+    class document): what the native merge reads."""
+    if not isinstance(item, bytes):
+        item = encode_class(item)
+    elif item[:1] not in BINARY:
+        item = encode_class(unpack(item))
+    if item[:1] == STATE_V1:
+        return zlib.decompress(memoryview(item)[1:])
+    start = _split(item)[2]
+    return item[:start] + zlib.decompress(memoryview(item)[start:])
+
+
+def agg_of(value: Sequence[Any], names: Mapping[str, int]) -> ClassAgg:
+    """A binary state's loaded tuple as an aggregate (see :func:`decode_class`)."""
     (
         fingerprint,
         count,
@@ -195,7 +259,7 @@ def decode_class(blob: bytes, names: Mapping[str, int]) -> ClassAgg:
         connections,
         texts,
         fit,
-    ) = _load(blob)
+    ) = value
     agg = ClassAgg(fingerprint, count=count, ts_min=ts_min, ts_max=ts_max)
     agg.metrics = {
         name: Metric(count, total, low, high, buckets, decimal)

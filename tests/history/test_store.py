@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import marshal
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,30 +79,39 @@ def test_merged_buckets_equal_a_digest_of_the_raw_log(
     assert merged["store"] == {"url": store.url, "hosts": ["db1"], "host_filter": None}
 
 
-def test_class_states_of_the_older_json_form_still_read(
+def test_class_states_of_the_older_forms_still_read(
     store: SqlStore, buckets: tuple[dict[str, Any], ...]
 ) -> None:
-    """States written by a govern before the binary form (zlib JSON of the class document)
-    merge to the same digest as the binary ones, mixed in one store."""
+    """States written by a govern before version 2 (version 1: zlib of the whole marshal
+    tuple; before it zlib JSON of the class document) merge to the same digest as version
+    2, all mixed in one store."""
     for document in buckets:
         store.write("db1", document["collect"]["bucket"]["start"], document)
-    binary = full_document(store.digest(*WIDE))
-    starts = [d["collect"]["bucket"]["start"] for d in buckets]
-    for document in buckets[::2]:  # every other bucket back to the JSON form
+    current = full_document(store.digest(*WIDE))
+    number = 0
+    for document in buckets:
         start = store.run(
             "SELECT start FROM history_buckets WHERE host = ? AND start = ?",
             ("db1", document["collect"]["bucket"]["start"]),
         )[0][0]
         for item in document["classes"]:
-            older = rows.pack({key: item[key] for key in rows.CLASS_KEYS if key in item})
+            number += 1
+            if number % 3 == 0:  # back to the JSON form
+                older = rows.pack({key: item[key] for key in rows.CLASS_KEYS if key in item})
+            elif number % 3 == 1:  # back to version 1
+                older = rows.STATE_V1 + zlib.compress(
+                    marshal.dumps(rows._load(rows.encode_class(item)), 4)
+                )
+            else:
+                continue
             store.run(
                 "UPDATE history_classes SET state = ? WHERE host = ? AND start = ? AND class_id = ?",
                 (older, "db1", start, item["id"]),
             )
-    assert len(starts) >= 2
+    assert len(buckets) >= 2
     kinds = {bytes(s)[:1] for (s,) in store.run("SELECT state FROM history_classes")}
-    assert kinds == {rows.STATE_V1, b"\x78"}
-    assert full_document(store.digest(*WIDE)) == binary
+    assert kinds == {rows.STATE_V1, rows.STATE_V2, b"\x78"}
+    assert full_document(store.digest(*WIDE)) == current
 
 
 def test_a_binary_state_unpacks_as_its_document_parts(buckets: tuple[dict[str, Any], ...]) -> None:

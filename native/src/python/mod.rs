@@ -394,6 +394,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SampleFigures>()?;
     m.add_class::<RunsFigures>()?;
     m.add_class::<FitFigures>()?;
+    m.add_class::<crate::stored::python::StoredMerge>()?;
     m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(py_query_id, m)?)?;
     Ok(())
