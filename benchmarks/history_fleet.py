@@ -13,8 +13,12 @@ real figures and sketches) up to --classes. What is measured through the store's
 
 * ingest: ``write()`` of --ingest-hosts hosts x 24 hourly buckets (one day), one process;
 * roll-up: one host's day (the exact merge of its 24 buckets), then the fleet's day;
+* the fleet's hour: hour 12 of day 0 of every host (copies of db00's bucket rows), rolled up
+  into one fleet hour; then the blocks of every ladder (fleet days, fleet hours, host days);
 * reports: ``digest --store`` of the window (merge, no rendering), whole fleet, a host glob,
-  one host.
+  one host; and the same from noon of day 0 to noon of the last day (``--since 7d`` at
+  noon): the whole fleet reads its blocks of days and of hours, a glob its hosts' blocks of
+  days and hourly rows for the edges (only db00's edge rows exist: the per-row figure scales).
 
 The rest of the fleet is made server-side from what was measured (``INSERT … SELECT`` of the
 rolled-up host-day for every other host and day, of the fleet's day for every other day): the
@@ -39,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from govern.fingerprint import query_id
+from govern.history.ladders import FLEET_DAYS, FLEET_HOURS, HOST_DAYS
 from govern.history.mysql import MysqlStore
 from govern.history.sql import SqlStore
 from govern.history.store import open_store
@@ -134,6 +139,43 @@ def replicate(
     return time.perf_counter() - began
 
 
+def fleet_hour(store: SqlStore, args: argparse.Namespace) -> None:
+    """Hour 12 of day 0 of every host (copies of db00's bucket rows) rolled up into the fleet's
+    hour, timed; that roll-up copied to every hour of day 0 and of the last day (what the
+    edges of a window from noon read)."""
+    day0 = day_text(0)
+    hour = f"{day0} 12:00:00"
+    buckets = read_rows(store, "history_buckets", "host = 'db00' AND start = ?", (hour,))
+    classes = read_rows(store, "history_classes", "host = 'db00' AND start = ?", (hour,))
+    for host in range(args.ingest_hosts, args.hosts):
+        with store._transaction():
+            copy_rows(store, "history_buckets", ("host",), (f"db{host:02d}",), buckets)
+            copy_rows(store, "history_classes", ("host",), (f"db{host:02d}",), classes)
+    ((version,),) = store.run("SELECT version FROM history_fleet_hours WHERE start = ?", (hour,))
+    moment = dt.datetime.strptime(hour, "%Y-%m-%d %H:%M:%S")
+    _, seconds, cpu = cpu_timed(lambda: store._roll_up_fleet_hour(moment, int(version)))
+    print(
+        f"roll-up of the fleet's hour ({args.hosts} hosts, {args.hosts * args.classes:,}"
+        f" class-buckets): {seconds:.1f} s ({cpu:.1f} CPU-s)"
+    )
+    head = read_rows(store, "history_fleet_hours", "start = ?", (hour,))
+    rows = read_rows(store, "history_fleet_hour_classes", "start = ?", (hour,))
+    targets = [f"{day0} {h:02d}:00:00" for h in range(24) if h != 12] + [
+        f"{day_text(args.days - 1)} {h:02d}:00:00" for h in range(24)
+    ]
+    for target in targets:
+        with store._transaction():
+            for table in ("history_fleet_hour_classes", "history_fleet_hours"):
+                store.run(f"DELETE FROM {table} WHERE start = ?", (target,))
+            copy_rows(store, "history_fleet_hour_classes", ("start",), (target,), rows)
+            copy_rows(store, "history_fleet_hours", ("start",), (target,), head)
+    size, stored = size_of(store, "history_fleet_hour_classes")
+    print(
+        f"size: history_fleet_hour_classes {size / 2**20:.1f} MiB for {stored:,} rows:"
+        f" {size / stored:,.0f} B per class-hour"
+    )
+
+
 def read_rows(
     store: SqlStore, table: str, where: str, args: tuple[Any, ...]
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -210,20 +252,46 @@ def reports(store: SqlStore, args: argparse.Namespace) -> None:
             f" {seconds:.2f} s ({cpu:.2f} CPU-s), {digest.partial.events:,} events,"
             f" {len(digest.partial.classes):,} classes, top hosts of {len(shares):,}"
         )
-    # a window cutting days (``--since 7d`` at noon): the edge hours come from hourly rows,
-    # which only the ingest hosts have here; the figure per class-row scales to the fleet
+    # a window cutting days (``--since 7d`` at noon): the fleet reads its blocks of hours
+    noon = (since + dt.timedelta(hours=12), until - dt.timedelta(hours=12))
+    original = SqlStore._read
+    for label, options in (("whole fleet", {}), ("hosts db0*", {"hosts": "db0*"})):
+        if label != "whole fleet" and args.hosts == 1:
+            continue
+        units: list[str] = []
+
+        def spy(
+            self: SqlStore, ladder: Any, start: int, span: int, shares: Any, units: Any = units
+        ) -> Any:
+            units.append(f"{ladder.units.removeprefix('history_')}x{span}")
+            return original(self, ladder, start, span, shares)
+
+        SqlStore._read = spy  # type: ignore[method-assign]
+        try:
+            digest, seconds, cpu = cpu_timed(lambda options=options: store.digest(*noon, **options))
+        finally:
+            SqlStore._read = original  # type: ignore[method-assign]
+        print(
+            f"report noon to noon ({args.days - 1} days), {label}"
+            f" ({len(digest.store['hosts'])} hosts): {seconds:.2f} s ({cpu:.2f} CPU-s),"
+            f" {digest.partial.events:,} events; units read: {len(units)}"
+            f" ({', '.join(f'{units.count(u)} {u}' for u in sorted(set(units)))})"
+        )
+    # the edge hours of a glob come from hourly rows, which only the ingest hosts have
+    # here; the figure per class-row scales to the fleet
     edge = since + dt.timedelta(hours=12)
     rows = store.run(
-        "SELECT COUNT(*) FROM history_classes WHERE start >= ? AND start < ?",
+        "SELECT COUNT(*) FROM history_classes WHERE host = 'db00' AND start >= ? AND start < ?",
         (
             edge.strftime("%Y-%m-%d %H:%M:%S"),
             (since + dt.timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S"),
         ),
     )[0][0]
-    _, seconds, cpu = cpu_timed(lambda: store.digest(edge, until))
-    whole = cpu_timed(lambda: store.digest(since + dt.timedelta(days=1), until))[2]
+    one = {"host": "db00"} if args.hosts > 1 else {}  # one host: its edges from its buckets
+    _, seconds, cpu = cpu_timed(lambda: store.digest(edge, until, **one))
+    whole = cpu_timed(lambda: store.digest(since + dt.timedelta(days=1), until, **one))[2]
     print(
-        f"report from noon of day 0 (12 edge hours of {args.ingest_hosts} host(s), {rows:,} hourly"
+        f"report of db00 from noon of day 0 (12 edge hours, {rows:,} hourly"
         f" class-rows): {seconds:.2f} s ({cpu:.2f} CPU-s; the same window from midnight"
         f" {whole:.2f} CPU-s): {(cpu - whole) / max(rows, 1) * 1000:.3f} CPU-ms per edge class-row"
     )
@@ -304,21 +372,33 @@ def main() -> int:
 
     # --- roll-ups --------------------------------------------------------------------
     now = dt.datetime.combine(FIRST_DAY, dt.time()) + dt.timedelta(days=2)
+    # the fleet's hours are made below from one measured roll-up: not rolled up here
+    store.run("UPDATE history_fleet_hours SET stale = 2")
     done, seconds, cpu = cpu_timed(lambda: None if reuse else store.roll_up(now, host="db00"))
     if not reuse:
         print(
             f"roll-up of one host-day ({24 * args.classes:,} class-buckets): {seconds:.1f} s"
             f" ({cpu:.1f} CPU-s)"
         )
+    fleet_hour(store, args)
     replicate_seconds = 0.0
     if args.hosts > args.ingest_hosts:
         replicate_seconds = replicate(store, args.hosts, 1, args.ingest_hosts)
+    # day 0's blocks of hours (a collector builds them through the day, about one an hour)
+    last = FLEET_HOURS.number(f"{day0} 23:00:00")
+    built, seconds, cpu = cpu_timed(lambda: store._roll_up_blocks(FLEET_HOURS, last))
+    print(f"fleet blocks of 2-8 hours of day 0: {built} in {seconds:.1f} s ({cpu:.1f} CPU-s)")
+    # the fleet's day from every host's day (its hours taken out of the way), then from its
+    # hours (3 blocks of 8 hours)
+    after = f"{day_text(1)} 00:00:00"
+    for source, hours in ((f"{args.hosts} host-days", 2), ("3 blocks of 8 fleet hours", 0)):
+        store.run("UPDATE history_fleet_hours SET stale = ? WHERE start < ?", (hours, after))
         store.run("UPDATE history_fleet_days SET stale = 1")
-    done, seconds, cpu = cpu_timed(lambda: store.roll_up(now))
-    print(
-        f"roll-up of the fleet's day ({args.hosts} host-days, {args.hosts * args.classes:,}"
-        f" class-days): {seconds:.1f} s ({cpu:.1f} CPU-s; {done.fleet_days} fleet day)"
-    )
+        done, seconds, cpu = cpu_timed(lambda: store.roll_up(now))
+        print(
+            f"roll-up of the fleet's day from {source}: {seconds:.1f} s ({cpu:.1f} CPU-s;"
+            f" {done.fleet_days} fleet day)"
+        )
     replicate_seconds += replicate(store, args.hosts, args.days, args.hosts, args.later_hosts)
     size, stored = size_of(store, "history_day_classes")
     fleet_size, fleet_rows = size_of(store, "history_fleet_classes")
@@ -329,9 +409,24 @@ def main() -> int:
         f" fleet-day roll-ups {fleet_size / 2**20:.0f} MiB ({fleet_size / max(fleet_rows, 1):,.0f} B per class-day)"
     )
     store.run("UPDATE history_fleet_days SET stale = 0")
-    end = dt.datetime.combine(FIRST_DAY, dt.time()) + dt.timedelta(days=args.days + 1)
-    done, seconds, cpu = cpu_timed(lambda: store.roll_up(end))
-    print(f"fleet blocks of 2-64 days built: {done.blocks} in {seconds:.1f} s ({cpu:.1f} CPU-s)")
+    last_day = FLEET_DAYS.number(day_text(args.days - 1))
+    last_hour = FLEET_HOURS.number(f"{day_text(args.days - 1)} 23:00:00")
+    hosts = [f"db{host:02d}" for host in range(args.later_hosts or args.hosts)]
+    for label, ladders, last in (
+        ("fleet blocks of 2-64 days", [FLEET_DAYS], last_day),
+        ("fleet blocks of 2-8 hours", [FLEET_HOURS], last_hour),
+        (f"host blocks of 2-64 days ({len(hosts)} hosts)",
+         [HOST_DAYS.of(name) for name in hosts], last_day),
+    ):  # fmt: skip
+        built, seconds, cpu = cpu_timed(
+            lambda ladders=ladders, last=last: sum(
+                store._roll_up_blocks(ladder, last) for ladder in ladders
+            )
+        )
+        print(f"{label} built: {built} in {seconds:.1f} s ({cpu:.1f} CPU-s)")
+    for table in ("history_fleet_hour_block_classes", "history_host_block_classes"):
+        size, stored = size_of(store, table)
+        print(f"size: {table} {size / 2**20:.1f} MiB, {stored:,} rows")
     hourly = args.hosts * args.days * 24 * args.classes
     print(f"stands for: {hourly:,} hourly class-buckets")
 

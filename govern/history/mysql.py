@@ -223,13 +223,18 @@ class MysqlStore(SqlStore):
     def write(self, host: str, start: str, document: dict[str, Any]) -> str:
         return self._retrying(lambda: SqlStore.write(self, host, start, document))
 
-    def _mark_stale(self, host: str, day: str) -> None:
+    def _mark_stale(self, host: str, day: str, hour: str) -> None:
         self._execute(
             "INSERT INTO history_days (host, day) VALUES (%s, %s)"
             " ON DUPLICATE KEY UPDATE stale = 1, version = version + 1",
             (host, day),
         )
         self._mark_fleet_stale(day)
+        self._execute(
+            "INSERT INTO history_fleet_hours (start) VALUES (%s)"
+            " ON DUPLICATE KEY UPDATE stale = 1, version = version + 1",
+            (hour,),
+        )
 
     def _mark_fleet_stale(self, day: str) -> None:
         self._execute(

@@ -11,9 +11,14 @@ Tables (docs/design/history.md, "Schema"):
   with every host's count and time (``hosts``): a fleet report of a week reads 7 rows a
   class instead of 50 × 168.
 
-A report reads, for each full day of its window, the fleet's roll-up when it is fresh
-(no host filter), else each host's day roll-up when fresh, else the host's buckets; the
-hours at the window's edges come from the buckets.
+* ``history_fleet_hours`` / ``history_fleet_hour_classes``: every host's buckets of an hour
+  merged, each class with every host's count and time: the edges of a window that cuts days.
+* blocks of 2 to 64 days (the fleet's, each host's) and of 2 to 8 hours (the fleet's),
+  each the merge of its halves (govern/history/ladders.py).
+
+A report of every host reads the fleet's blocks and days for whole days, the fleet's blocks
+of hours and hours for the rest; then each host its blocks and days for the whole days left,
+and its buckets for what is still left (docs/design/history.md, "Roll-ups").
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from govern.digest.document import full_document
 from govern.digest.report import HostShare, Report
 from govern.digest.result import Digest
 from govern.errors import UsageError
+from govern.history.ladders import FLEET_DAYS, FLEET_HOURS, HOST_DAYS, Ladder, to_build, valid, walk
 from govern.history.merging import Merger, no_collection
 from govern.history.model import TOP_HOSTS, Point
 from govern.history.rows import (
@@ -45,6 +51,11 @@ FORMAT = "%Y-%m-%d %H:%M:%S"
 DAY = 86400
 #: A day is rolled up once it ended this long ago (buckets close minutes after their end).
 ROLL_UP_AFTER = 3600
+#: A fleet hour is rolled up once it ended this long ago (collect closes a bucket 5 minutes
+#: after its end by default; a bucket arriving later marks the hour stale again).
+HOUR_ROLL_UP_AFTER = 900
+#: A claim on a fleet hour's roll-up is taken over after this (its collector died).
+CLAIM_FOR = dt.timedelta(minutes=10)
 #: Rows inserted per statement.
 BATCH = 500
 
@@ -165,6 +176,81 @@ def _blocks(blob: str, text: str, day: str, stamp: str, engine: str) -> str:
     """
 
 
+def _fleet_hours(blob: str, text: str, day: str, stamp: str, engine: str) -> str:
+    return f"""
+    CREATE TABLE history_fleet_hours (
+        start      {stamp} NOT NULL PRIMARY KEY,
+        stale      INT NOT NULL DEFAULT 1,
+        version    BIGINT NOT NULL DEFAULT 1,
+        events     BIGINT,
+        query_time BIGINT,
+        qt_sketch  {blob},
+        meta       {blob},
+        hosts      INT,
+        rolled_at  {stamp},
+        claimed_at {stamp}
+    ){engine};
+    CREATE TABLE history_fleet_hour_classes (
+        start      {stamp} NOT NULL,
+        class_id   {text} NOT NULL,
+        count      BIGINT NOT NULL,
+        query_time BIGINT NOT NULL,
+        qt_max     BIGINT NOT NULL,
+        qt_sketch  {blob},
+        state      {blob} NOT NULL,
+        hosts      {blob} NOT NULL,
+        PRIMARY KEY (start, class_id)
+    ){engine};
+    CREATE TABLE history_fleet_hour_blocks (
+        start      {stamp} NOT NULL,
+        span       INT NOT NULL,
+        versions   BIGINT NOT NULL,
+        events     BIGINT,
+        query_time BIGINT,
+        qt_sketch  {blob},
+        meta       {blob} NOT NULL,
+        rolled_at  {stamp},
+        PRIMARY KEY (start, span)
+    ){engine};
+    CREATE TABLE history_fleet_hour_block_classes (
+        start      {stamp} NOT NULL,
+        span       INT NOT NULL,
+        class_id   {text} NOT NULL,
+        count      BIGINT NOT NULL,
+        query_time BIGINT NOT NULL,
+        qt_max     BIGINT NOT NULL,
+        qt_sketch  {blob},
+        state      {blob} NOT NULL,
+        hosts      {blob} NOT NULL,
+        PRIMARY KEY (start, span, class_id)
+    ){engine};
+    CREATE TABLE history_host_blocks (
+        host       VARCHAR(255) NOT NULL,
+        day        {day} NOT NULL,
+        span       INT NOT NULL,
+        versions   BIGINT NOT NULL,
+        events     BIGINT,
+        query_time BIGINT,
+        qt_sketch  {blob},
+        meta       {blob} NOT NULL,
+        rolled_at  {stamp},
+        PRIMARY KEY (host, day, span)
+    ){engine};
+    CREATE TABLE history_host_block_classes (
+        host       VARCHAR(255) NOT NULL,
+        day        {day} NOT NULL,
+        span       INT NOT NULL,
+        class_id   {text} NOT NULL,
+        count      BIGINT NOT NULL,
+        query_time BIGINT NOT NULL,
+        qt_max     BIGINT NOT NULL,
+        qt_sketch  {blob},
+        state      {blob} NOT NULL,
+        PRIMARY KEY (host, day, span, class_id)
+    ){engine}
+    """
+
+
 _SQLITE = {"blob": "BLOB", "text": "TEXT", "day": "TEXT", "stamp": "TEXT", "engine": ""}
 _MYSQL = {
     "blob": "MEDIUMBLOB",
@@ -210,19 +296,27 @@ MIGRATIONS = [
             """,
         ),
     ),
+    # the fleet's hours and their blocks of 2-8 hours (the edges of a window that cuts days
+    # read a few rows a class instead of one per host and hour), and each host's blocks of
+    # 2-64 days (a host glob's week: 3 rows a host and class instead of 7). Hours written
+    # before it get a row that is never rolled up (stale = 2): they are read from their
+    # buckets, and no block of hours spans them.
+    Migration(
+        "history_0005_fleet_hours_host_blocks",
+        {
+            "sqlite": _fleet_hours(**_SQLITE)
+            + """;
+            INSERT INTO history_fleet_hours (start, stale)
+                SELECT DISTINCT substr(start, 1, 13) || ':00:00', 2 FROM history_buckets
+            """,
+            "mysql": _fleet_hours(**_MYSQL)
+            + """;
+            INSERT INTO history_fleet_hours (start, stale)
+                SELECT DISTINCT DATE_FORMAT(start, '%Y-%m-%d %H:00:00'), 2 FROM history_buckets
+            """,
+        },
+    ),
 ]
-#: Fleet roll-ups of aligned blocks of days (2, 4 … 64 days, each the merge of its halves):
-#: a window of whole days reads at most two blocks of each span instead of a row a day.
-SPANS = (2, 4, 8, 16, 32, 64)
-_EPOCH_DAY = dt.date(1970, 1, 1)
-
-
-def _day_number(day: str) -> int:
-    return (dt.date.fromisoformat(day) - _EPOCH_DAY).days
-
-
-def _day_of(number: int) -> str:
-    return (_EPOCH_DAY + dt.timedelta(days=number)).isoformat()
 
 
 @dataclass(frozen=True)
@@ -232,7 +326,8 @@ class RollUp:
     days: int  # host-days rolled up
     fleet_days: int
     seconds: float
-    blocks: int = 0  # fleet blocks of 2 to 64 days built
+    blocks: int = 0  # blocks built: the fleet's and hosts' days, the fleet's hours
+    fleet_hours: int = 0
 
 
 @dataclass(frozen=True)
@@ -249,6 +344,28 @@ def stamp(moment: dt.datetime) -> str:
 
 def _day_start(day: str) -> dt.datetime:
     return dt.datetime.strptime(day, "%Y-%m-%d")
+
+
+_SECOND = dt.timedelta(seconds=1)
+
+
+def _hour_of(moment: dt.datetime) -> dt.datetime:
+    return moment.replace(minute=0, second=0, microsecond=0)
+
+
+def _gaps(
+    since: dt.datetime, until: dt.datetime, spans: list[tuple[dt.datetime, dt.datetime]]
+) -> list[tuple[dt.datetime, dt.datetime]]:
+    """The parts of [since, until) outside ``spans`` (what a host's buckets must give)."""
+    gaps = []
+    cursor = since
+    for low, high in sorted(spans):
+        if cursor < low:
+            gaps.append((cursor, min(low, until)))
+        cursor = max(cursor, high)
+    if cursor < until:
+        gaps.append((cursor, until))
+    return [(low, high) for low, high in gaps if low < high]
 
 
 def _text(value: Any) -> str:
@@ -289,7 +406,8 @@ class SqlStore:
         raise NotImplementedError
         yield
 
-    def _mark_stale(self, host: str, day: str) -> None:
+    def _mark_stale(self, host: str, day: str, hour: str) -> None:
+        """Mark the host's day, the fleet's day and the fleet's hour out of date."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -323,7 +441,7 @@ class SqlStore:
         rows = bucket_rows(document)
         with self._transaction():
             self._replace_bucket(host, stamp(moment), seconds, rows)
-            self._mark_stale(host, day)
+            self._mark_stale(host, day, stamp(_hour_of(moment)))
         return f"{self.url}: {host} {start}"
 
     def _replace_bucket(self, host: str, start: str, seconds: int, rows: BucketRows) -> None:
@@ -474,122 +592,183 @@ class SqlStore:
         shares: dict[str, dict[str, list[int]]],
     ) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
         """(meta, class documents) of every unit the window reads; ``shares`` gets each
-        class's count and time per host."""
+        class's count and time per host.
+
+        The whole fleet reads its blocks and days for whole days, then its hours (blocks of
+        hours, fresh hours) for the rest (a whole day only when every hour of it with
+        buckets is fresh); what is left is read per host: its blocks and day roll-ups for
+        whole days, its buckets for the rest."""
         if not selected:
             return
         days = self._full_days(since, until)
-        wanted = set(selected)
-        covered: set[tuple[str, str]] = set()  # (host, day) read from a roll-up
-        if days and fleet:
-            fresh = self._fresh_fleet_days(days[0], days[-1])
-            blocks = self._valid_blocks(days[0], days[-1], fresh)
-            index = 0
-            while index < len(days):
-                day = days[index]
-                span = next(
-                    (n for n in reversed(SPANS) if (day, n) in blocks and index + n <= len(days)),
-                    1,
-                )
-                if span > 1:
-                    yield self._block_unit(day, span, shares)
-                elif day in fresh:
-                    yield self._fleet_unit(day, shares)
-                else:
-                    index += 1
-                    continue
-                for inside in days[index : index + span]:
-                    covered.update((name, inside) for name in selected)
-                index += span
-        if days:
-            for name, day in self._fresh_host_days(days[0], days[-1]):
-                if name in wanted and (name, day) not in covered:
-                    yield self._day_unit(name, day, shares)
-                    covered.add((name, day))
+        spans: list[tuple[dt.datetime, dt.datetime]] = []  # read for every host
+        if fleet:
+            done: set[str] = set()
+            for start, span in self._plan(FLEET_DAYS, {FLEET_DAYS.number(day) for day in days}):
+                yield self._read(FLEET_DAYS, start, span, shares)
+                spans.append(self._span(FLEET_DAYS, start, span))
+                done.update(FLEET_DAYS.key(n) for n in range(start, start + span))
+            for start, span in self._plan(
+                FLEET_HOURS, self._wanted_hours(since, until, days, done)
+            ):
+                yield self._read(FLEET_HOURS, start, span, shares)
+                spans.append(self._span(FLEET_HOURS, start, span))
+        read_days = {
+            FLEET_DAYS.key(n)
+            for low, high in spans
+            for n in range(
+                FLEET_DAYS.number(stamp(low)), FLEET_DAYS.number(stamp(high - _SECOND)) + 1
+            )
+        }
+        left = {HOST_DAYS.number(day) for day in days if day not in read_days}
         for name in selected:
-            for low, high in self._bucket_ranges(since, until, days, name, covered):
-                yield from self._bucket_units(name, low, high, shares)
+            mine = list(spans)
+            ladder = HOST_DAYS.of(name)
+            for start, span in self._plan(ladder, left):
+                yield self._read(ladder, start, span, shares)
+                mine.append(self._span(ladder, start, span))
+            for low, high in _gaps(since, until, mine):
+                yield from self._bucket_units(name, stamp(low), stamp(high), shares)
 
     @staticmethod
-    def _bucket_ranges(
-        since: dt.datetime,
-        until: dt.datetime,
-        days: list[str],
-        host: str,
-        covered: set[tuple[str, str]],
-    ) -> list[tuple[str, str]]:
-        """The parts of [since, until) a host's buckets must give (outside its roll-ups)."""
-        ranges: list[tuple[dt.datetime, dt.datetime]] = []
-        cursor = since
-        for day in days:
-            if (host, day) in covered:
-                start = _day_start(day)
-                if cursor < start:
-                    ranges.append((cursor, start))
-                cursor = start + dt.timedelta(days=1)
-        if cursor < until:
-            ranges.append((cursor, until))
-        return [(stamp(low), stamp(high)) for low, high in ranges]
+    def _span(ladder: Ladder, start: int, span: int) -> tuple[dt.datetime, dt.datetime]:
+        low = _moment(ladder.key(start))
+        return low, low + dt.timedelta(seconds=span * ladder.width)
 
-    def _fresh_fleet_days(self, first: str, last: str) -> set[str]:
-        rows = self.run(
-            "SELECT day FROM history_fleet_days WHERE day >= ? AND day <= ? AND stale = 0"
-            " AND meta IS NOT NULL",
-            (first, last),
-        )
-        fresh = {_text(row[0]) for row in rows}
-        if fresh:  # a host-day written since the fleet's roll-up makes it stale too
-            for _, day in self.run(
-                "SELECT host, day FROM history_days WHERE day >= ? AND day <= ? AND stale = 1",
-                (first, last),
-            ):
-                fresh.discard(_text(day))
-        return fresh
+    def _plan(self, ladder: Ladder, wanted: set[int]) -> list[tuple[int, int]]:
+        """(start, span) of the ladder's blocks and units that read ``wanted``."""
+        if not wanted:
+            return []
+        first, last = min(wanted), max(wanted)
+        fresh = self._fresh(ladder, first, last)
+        return walk(ladder, wanted, fresh, self._valid_blocks(ladder, first, last, fresh))
 
-    def _fleet_versions(self, first: str, last: str) -> dict[str, int]:
-        """Every fleet day's version in [first, last] (a write bumps it)."""
-        rows = self.run(
-            "SELECT day, version FROM history_fleet_days WHERE day >= ? AND day <= ?", (first, last)
-        )
-        return {_text(day): int(version) for day, version in rows}
-
-    def _valid_blocks(self, first: str, last: str, fresh: set[str]) -> set[tuple[str, int]]:
-        """The blocks inside [first, last] whose every day with buckets is freshly rolled up
-        and unchanged since the block was built (the sum of their versions is the block's)."""
-        versions = self._fleet_versions(first, last)
-        valid = set()
-        for day, span, total in self.run(
-            "SELECT day, span, versions FROM history_fleet_blocks WHERE day >= ? AND day <= ?",
-            (first, last),
-        ):
-            start = _day_number(_text(day))
-            inside = [_day_of(start + n) for n in range(int(span))]
-            if inside[-1] > last:
-                continue
-            known = [d for d in inside if d in versions]
-            if all(d in fresh for d in known) and sum(versions[d] for d in known) == int(total):
-                valid.add((_text(day), int(span)))
-        return valid
-
-    def _block_unit(
-        self, day: str, span: int, shares: dict[str, dict[str, list[int]]]
+    def _read(
+        self, ladder: Ladder, start: int, span: int, shares: dict[str, dict[str, list[int]]]
     ) -> tuple[dict[str, Any], list[bytes]]:
-        ((meta,),) = self.run(
-            "SELECT meta FROM history_fleet_blocks WHERE day = ? AND span = ?", (day, span)
+        if span > 1:
+            return self._block_unit(ladder, start, span, shares)
+        key = ladder.key(start)
+        if ladder.host is not None:
+            return self._day_unit(ladder.host, key, shares)
+        if ladder.width == DAY:
+            return self._fleet_unit(key, shares)
+        return self._fleet_hour_unit(key, shares)
+
+    def _wanted_hours(
+        self, since: dt.datetime, until: dt.datetime, days: list[str], done: set[str]
+    ) -> set[int]:
+        """The fleet hours a window would read: every hour inside it outside its whole days,
+        and those of a whole day not read from the fleet's days when every hour of that day
+        with buckets has a fresh fleet hour (and no host's buckets of it were dropped)."""
+        first = FLEET_HOURS.number(stamp(since)) + (0 if since == _hour_of(since) else 1)
+        last = FLEET_HOURS.number(stamp(until)) - 1
+        whole = set(days)
+        if days:  # the edges: before the first whole day, after the last
+            wanted = set(range(first, FLEET_HOURS.number(days[0] + " 00:00:00")))
+            wanted.update(range(FLEET_HOURS.number(days[-1] + " 23:00:00") + 1, last + 1))
+        else:
+            wanted = set(range(first, last + 1))
+        candidates = whole - done
+        if not candidates:
+            return wanted
+        low, high = min(candidates), max(candidates)
+        after = stamp(_day_start(high) + dt.timedelta(days=1))
+        pruned = {
+            _text(day)
+            for (day,) in self.run(
+                "SELECT DISTINCT day FROM history_days WHERE day >= ? AND day <= ? AND pruned = 1",
+                (low, high),
+            )
+        }
+        data: dict[str, set[int]] = {}
+        for (start,) in self.run(
+            "SELECT DISTINCT start FROM history_buckets WHERE start >= ? AND start < ?",
+            (low + " 00:00:00", after),
+        ):
+            key = _text(start)
+            data.setdefault(key[:10], set()).add(FLEET_HOURS.number(key))
+        fresh = self._fresh(
+            FLEET_HOURS, FLEET_HOURS.number(low + " 00:00:00"), FLEET_HOURS.number(after) - 1
         )
+        for day in candidates - pruned:
+            if data.get(day) and data[day] <= fresh:
+                base = FLEET_HOURS.number(day + " 00:00:00")
+                wanted.update(range(base, base + 24))
+        return wanted
+
+    def _fleet_hour_unit(
+        self, hour: str, shares: dict[str, dict[str, list[int]]]
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        ((meta,),) = self.run("SELECT meta FROM history_fleet_hours WHERE start = ?", (hour,))
         rows = self.run(
-            "SELECT class_id, state, hosts FROM history_fleet_block_classes"
-            " WHERE day = ? AND span = ?",
-            (day, span),
+            "SELECT class_id, state, hosts FROM history_fleet_hour_classes WHERE start = ?",
+            (hour,),
         )
         return unpack(meta), self._fleet_classes(rows, shares)
 
-    def _fresh_host_days(self, first: str, last: str) -> list[tuple[str, str]]:
+    def _fresh(self, ladder: Ladder, first: int, last: int) -> set[int]:
+        """The ladder's units in [first, last] rolled up and not written since."""
+        col = ladder.column
         rows = self.run(
-            "SELECT host, day FROM history_days WHERE day >= ? AND day <= ? AND stale = 0"
-            " AND meta IS NOT NULL",
-            (first, last),
+            f"SELECT {col} FROM {ladder.units} WHERE {col} >= ? AND {col} <= ? AND stale = 0"
+            f" AND meta IS NOT NULL{ladder.where}",
+            (ladder.key(first), ladder.key(last), *ladder.args),
         )
-        return [(str(host), _text(day)) for host, day in rows]
+        fresh = {ladder.number(_text(row[0])) for row in rows}
+        if fresh and ladder is FLEET_DAYS:  # a host-day written since makes the fleet's stale
+            for (day,) in self.run(
+                "SELECT DISTINCT day FROM history_days WHERE day >= ? AND day <= ? AND stale = 1",
+                (ladder.key(first), ladder.key(last)),
+            ):
+                fresh.discard(ladder.number(_text(day)))
+        return fresh
+
+    def _versions(self, ladder: Ladder, first: int, last: int) -> dict[int, int]:
+        """Every unit's version in [first, last] (a write bumps it)."""
+        col = ladder.column
+        rows = self.run(
+            f"SELECT {col}, version FROM {ladder.units} WHERE {col} >= ? AND {col} <= ?"
+            f"{ladder.where}",
+            (ladder.key(first), ladder.key(last), *ladder.args),
+        )
+        return {ladder.number(_text(key)): int(version) for key, version in rows}
+
+    def _valid_blocks(
+        self, ladder: Ladder, first: int, last: int, fresh: set[int]
+    ) -> set[tuple[int, int]]:
+        """The blocks inside [first, last] whose every unit with data is freshly rolled up
+        and unchanged since the block was built."""
+        col = ladder.column
+        rows = self.run(
+            f"SELECT {col}, span, versions FROM {ladder.blocks} WHERE {col} >= ? AND {col} <= ?"
+            f"{ladder.where}",
+            (ladder.key(first), ladder.key(last), *ladder.args),
+        )
+        spans = [(ladder.number(_text(key)), int(span), int(total)) for key, span, total in rows]
+        inside = [item for item in spans if item[0] + item[1] - 1 <= last]
+        return valid(inside, self._versions(ladder, first, last), fresh)
+
+    def _block_unit(
+        self, ladder: Ladder, start: int, span: int, shares: dict[str, dict[str, list[int]]]
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        col, args = ladder.column, (ladder.key(start), span, *ladder.args)
+        ((meta,),) = self.run(
+            f"SELECT meta FROM {ladder.blocks} WHERE {col} = ? AND span = ?{ladder.where}", args
+        )
+        if ladder.host is None:
+            rows = self.run(
+                f"SELECT class_id, state, hosts FROM {ladder.block_classes}"
+                f" WHERE {col} = ? AND span = ?",
+                args,
+            )
+            return unpack(meta), self._fleet_classes(rows, shares)
+        rows = self.run(
+            f"SELECT class_id, count, query_time, state FROM {ladder.block_classes}"
+            f" WHERE {col} = ? AND span = ? AND host = ?",
+            args,
+        )
+        return unpack(meta), self._classes(ladder.host, rows, shares)
 
     def _fleet_unit(
         self, day: str, shares: dict[str, dict[str, list[int]]]
@@ -776,6 +955,9 @@ class SqlStore:
         )
         for name, day, version in stale:
             self._roll_up_day(str(name), _text(day), int(version))
+        hours = self._roll_up_fleet_hours(now)
+        ended = FLEET_HOURS.number(stamp(now)) - 1
+        blocks = self._roll_up_blocks(FLEET_HOURS, ended)
         fleet = 0
         for day, version in self.run(
             "SELECT day, version FROM history_fleet_days WHERE stale = 1 AND day <= ?", (latest,)
@@ -786,90 +968,157 @@ class SqlStore:
                 continue
             self._roll_up_fleet_day(_text(day), int(version))
             fleet += 1
-        blocks = self._roll_up_blocks(latest)
-        return RollUp(len(stale), fleet, (dt.datetime.now() - began).total_seconds(), blocks)
-
-    def _roll_up_blocks(self, latest: str) -> int:
-        """Build every block of SPANS that ended by ``latest`` and is missing or out of date,
-        each from its two halves (blocks of half its span, or fleet days), shortest first."""
-        rows = self.run(
-            "SELECT day, stale FROM history_fleet_days WHERE day <= ? AND meta IS NOT NULL",
-            (latest,),
+        blocks += self._roll_up_blocks(FLEET_DAYS, FLEET_DAYS.number(latest))
+        names = (
+            [host]
+            if host
+            else [str(row[0]) for row in self.run("SELECT DISTINCT host FROM history_days")]
         )
-        days = {_text(day): int(stale) for day, stale in rows}
-        if not days:
-            return 0
-        built = 0
-        last = _day_number(latest)
-        for span in SPANS:
-            starts = sorted({_day_number(day) // span * span for day in days})
-            first = _day_of(starts[0])
-            versions = self._fleet_versions(first, _day_of(starts[-1] + span - 1))
-            fresh = self._fresh_fleet_days(first, _day_of(starts[-1] + span - 1))
-            have = {
-                (_text(day), int(n)): int(total)
-                for day, n, total in self.run(
-                    "SELECT day, span, versions FROM history_fleet_blocks WHERE span = ?", (span,)
-                )
-            }
-            end = _day_of(starts[-1] + span - 1)
-            halves = set() if span == 2 else self._valid_blocks(first, end, fresh)
-            for start in starts:
-                if start + span - 1 > last:
-                    continue
-                inside = [_day_of(start + n) for n in range(span)]
-                known = [d for d in inside if d in versions]
-                if not known or not all(d in fresh for d in known):
-                    continue
-                total = sum(versions[d] for d in known)
-                if have.get((inside[0], span)) == total:
-                    continue
-                parts = tuple(
-                    part
-                    for part, days_of in (
-                        (inside[0], inside[: span // 2]),
-                        (inside[span // 2], inside[span // 2 :]),
-                    )
-                    if any(d in versions for d in days_of)  # a half without buckets adds nothing
-                )
-                if span > 2 and not all((part, span // 2) in halves for part in parts):
-                    continue
-                self._roll_up_block(inside[0], span, total, parts)
-                built += 1
-        return built
+        for name in sorted(names):  # each collector builds its own host's blocks
+            blocks += self._roll_up_blocks(HOST_DAYS.of(name), HOST_DAYS.number(latest))
+        seconds = (dt.datetime.now() - began).total_seconds()
+        return RollUp(len(stale), fleet, seconds, blocks, hours)
 
-    def _roll_up_block(self, day: str, span: int, versions: int, parts: tuple[str, ...]) -> None:
+    def _roll_up_fleet_hours(self, now: dt.datetime) -> int:
+        """Roll up every stale fleet hour that ended HOUR_ROLL_UP_AFTER ago, or that ended
+        and is complete (every host with buckets in it or the hour before has its bucket that
+        ends the hour: the last collector to write it rolls it up), unless a host's buckets
+        of its day were dropped (its hours are then read from the day roll-ups)."""
+        done = 0
+        latest = stamp(now - dt.timedelta(seconds=HOUR_ROLL_UP_AFTER + 3600))
+        for (start,) in self.run(
+            "SELECT start FROM history_fleet_hours WHERE stale = 1 AND start <= ?",
+            (stamp(now - dt.timedelta(hours=1)),),
+        ):
+            hour = _moment(start)
+            if stamp(hour) > latest and not self._complete_hour(hour):
+                continue
+            if self.run(
+                "SELECT 1 FROM history_days WHERE day = ? AND pruned = 1 LIMIT 1",
+                (hour.date().isoformat(),),
+            ):
+                continue
+            claimed = self._claim_hour(stamp(hour))
+            if claimed is not None:
+                self._roll_up_fleet_hour(hour, claimed)
+                done += 1
+        return done
+
+    def _complete_hour(self, hour: dt.datetime) -> bool:
+        ends: dict[str, dt.datetime] = {}
+        for name, start, seconds in self.run(
+            "SELECT host, start, seconds FROM history_buckets WHERE start >= ? AND start < ?",
+            (stamp(hour - dt.timedelta(hours=1)), stamp(hour + dt.timedelta(hours=1))),
+        ):
+            end = _moment(start) + dt.timedelta(seconds=int(seconds))
+            ends[str(name)] = max(end, ends.get(str(name), end))
+        return all(end >= hour + dt.timedelta(hours=1) for end in ends.values())
+
+    def _claim_hour(self, start: str) -> int | None:
+        """The hour's version if this roll-up is to build it: every collector finds the same
+        hour stale when it writes the next bucket, and one of them merges every host's
+        buckets (another may take over once a claim is CLAIM_FOR old: its holder died)."""
+        now = dt.datetime.now()
+        lock = " FOR UPDATE" if self.dialect == "mysql" else ""
+        with self._transaction():
+            rows = self.run(
+                f"SELECT version, stale, claimed_at FROM history_fleet_hours WHERE start = ?{lock}",
+                (start,),
+            )
+            if not rows or int(rows[0][1]) != 1:
+                return None
+            if rows[0][2] is not None and _moment(rows[0][2]) > now - CLAIM_FOR:
+                return None
+            self.run(
+                "UPDATE history_fleet_hours SET claimed_at = ? WHERE start = ?", (stamp(now), start)
+            )
+            return int(rows[0][0])
+
+    def _roll_up_fleet_hour(self, hour: dt.datetime, version: int) -> None:
+        low, high = stamp(hour), stamp(hour + dt.timedelta(hours=1))
         merger = Merger()
         shares: dict[str, dict[str, list[int]]] = {}
-        for part in parts:
-            if span == 2:
-                if self.run(
-                    "SELECT 1 FROM history_fleet_days WHERE day = ? AND meta IS NOT NULL", (part,)
-                ):
-                    merger.add(*self._fleet_unit(part, shares))
-            else:
-                merger.add(*self._block_unit(part, span // 2, shares))
+        names = [str(row[0]) for row in self.run(
+            "SELECT DISTINCT host FROM history_buckets WHERE start >= ? AND start < ?"
+            " ORDER BY host", (low, high),
+        )]  # fmt: skip
+        for name in names:
+            for meta, classes in self._bucket_units(name, low, high, shares):
+                merger.add(meta, classes)
         rows = digest_rows(merger.digest())
         with self._transaction():
-            self.run(
-                "DELETE FROM history_fleet_block_classes WHERE day = ? AND span = ?", (day, span)
-            )
-            self.run("DELETE FROM history_fleet_blocks WHERE day = ? AND span = ?", (day, span))
+            self.run("DELETE FROM history_fleet_hour_classes WHERE start = ?", (low,))
             self._insert(
-                "history_fleet_block_classes",
-                ("day", "span", "class_id", "count", "query_time", "qt_max", "qt_sketch", "state",
+                "history_fleet_hour_classes",
+                ("start", "class_id", "count", "query_time", "qt_max", "qt_sketch", "state",
                  "hosts"),
                 [
-                    (day, span, c.class_id, c.count, c.query_time, c.qt_max, c.qt_sketch, c.state,
+                    (low, c.class_id, c.count, c.query_time, c.qt_max, c.qt_sketch, c.state,
                      pack(shares.get(c.class_id, {})))
                     for c in rows.classes
                 ],
             )  # fmt: skip
             self.run(
-                "INSERT INTO history_fleet_blocks (day, span, versions, events, query_time,"
-                " qt_sketch, meta, rolled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (day, span, versions, rows.events, rows.query_time, rows.qt_sketch, rows.meta,
-                 stamp(dt.datetime.now())),
+                "UPDATE history_fleet_hours SET events = ?, query_time = ?, qt_sketch = ?,"
+                " meta = ?, hosts = ?, rolled_at = ?, claimed_at = NULL,"
+                " stale = CASE WHEN version = ? THEN 0 ELSE 1 END WHERE start = ?",
+                (rows.events, rows.query_time, rows.qt_sketch, rows.meta, len(names),
+                 stamp(dt.datetime.now()), version, low),
+            )  # fmt: skip
+
+    def _roll_up_blocks(self, ladder: Ladder, last: int) -> int:
+        """Build every block of the ladder that ended by unit ``last`` and is missing or out
+        of date, each from its two halves (blocks of half its span, or units), shortest
+        first."""
+        versions = self._versions(ladder, 0, last)
+        if not versions:
+            return 0
+        fresh = self._fresh(ladder, 0, last)
+        built = 0
+        for span in ladder.spans:
+            have = {
+                ladder.number(_text(key)): int(total)
+                for key, total in self.run(
+                    f"SELECT {ladder.column}, versions FROM {ladder.blocks} WHERE span = ?"
+                    f"{ladder.where}",
+                    (span, *ladder.args),
+                )
+            }
+            halves = set() if span == 2 else self._valid_blocks(ladder, 0, last, fresh)
+            for start, total, parts in to_build(span, versions, fresh, have, halves, last):
+                self._roll_up_block(ladder, start, span, total, parts)
+                built += 1
+        return built
+
+    def _roll_up_block(
+        self, ladder: Ladder, start: int, span: int, versions: int, parts: tuple[int, ...]
+    ) -> None:
+        merger = Merger()
+        shares: dict[str, dict[str, list[int]]] = {}
+        for part in parts:
+            merger.add(*self._read(ladder, part, 1 if span == 2 else span // 2, shares))
+        rows = digest_rows(merger.digest())
+        col = ladder.column
+        head = (col, "span") + (("host",) if ladder.host is not None else ())
+        keys = (ladder.key(start), span, *ladder.args)
+        figures = ("class_id", "count", "query_time", "qt_max", "qt_sketch", "state")
+        with self._transaction():
+            for table in (ladder.block_classes, ladder.blocks):
+                self.run(f"DELETE FROM {table} WHERE {col} = ? AND span = ?{ladder.where}", keys)
+            self._insert(
+                ladder.block_classes,
+                head + figures + (("hosts",) if ladder.fleet else ()),
+                [
+                    (*keys, c.class_id, c.count, c.query_time, c.qt_max, c.qt_sketch, c.state)
+                    + ((pack(shares.get(c.class_id, {})),) if ladder.fleet else ())
+                    for c in rows.classes
+                ],
+            )
+            self._insert(
+                ladder.blocks,
+                (*head, "versions", "events", "query_time", "qt_sketch", "meta", "rolled_at"),
+                [(*keys, versions, rows.events, rows.query_time, rows.qt_sketch, rows.meta,
+                  stamp(dt.datetime.now()))],
             )  # fmt: skip
 
     def _roll_up_day(self, host: str, day: str, version: int) -> None:
@@ -911,8 +1160,16 @@ class SqlStore:
         names = [str(row[0]) for row in self.run(
             "SELECT host FROM history_days WHERE day = ? AND meta IS NOT NULL ORDER BY host", (day,)
         )]  # fmt: skip
-        for name in names:
-            merger.add(*self._day_unit(name, day, shares))
+        # from the fleet's hours when they hold the whole day (3 blocks of 8 hours: a row a
+        # class for each instead of one per host), else from every host's day
+        done: set[str] = set()
+        hours = self._wanted_hours(_day_start(day), _day_start(day), [day], done)
+        if hours:  # (every hour with buckets is fresh: the plan reads each)
+            for start, span in self._plan(FLEET_HOURS, hours):
+                merger.add(*self._read(FLEET_HOURS, start, span, shares))
+        else:
+            for name in names:
+                merger.add(*self._day_unit(name, day, shares))
         rows = digest_rows(merger.digest())
         with self._transaction():
             self.run("DELETE FROM history_fleet_classes WHERE day = ?", (day,))
@@ -959,6 +1216,15 @@ class SqlStore:
                     "UPDATE history_days SET pruned = 1 WHERE host = ? AND day = ?", (name, day)
                 )
             pruned += 1
+        # the fleet's hours go with the buckets (a pruned day is whole or absent)
+        for table in (
+            "history_fleet_hour_block_classes",
+            "history_fleet_hour_blocks",
+            "history_fleet_hour_classes",
+            "history_fleet_hours",
+        ):
+            with self._transaction():
+                self.run(f"DELETE FROM {table} WHERE start < ?", (hourly_before + " 00:00:00",))
         old = self.run("SELECT host, day FROM history_days WHERE day < ?", (keep_before,))
         for name, day in old:  # a host-day at a time: every delete walks a primary key
             low = _text(day) + " 00:00:00"
@@ -982,4 +1248,13 @@ class SqlStore:
             with self._transaction():
                 for table in ("history_fleet_block_classes", "history_fleet_blocks"):
                     self.run(f"DELETE FROM {table} WHERE day = ? AND span = ?", (day, span))
+        for name, day, span in self.run(
+            "SELECT host, day, span FROM history_host_blocks WHERE day < ?", (keep_before,)
+        ):
+            with self._transaction():
+                for table in ("history_host_block_classes", "history_host_blocks"):
+                    self.run(
+                        f"DELETE FROM {table} WHERE host = ? AND day = ? AND span = ?",
+                        (name, day, span),
+                    )
         return Retained(pruned, len(old_days))

@@ -87,13 +87,18 @@ class SqliteStore(SqlStore):
             raise
         self.db.execute("COMMIT")
 
-    def _mark_stale(self, host: str, day: str) -> None:
+    def _mark_stale(self, host: str, day: str, hour: str) -> None:
         self.db.execute(
             "INSERT INTO history_days (host, day) VALUES (?, ?) ON CONFLICT (host, day)"
             " DO UPDATE SET stale = 1, version = version + 1",
             (host, day),
         )
         self._mark_fleet_stale(day)
+        self.db.execute(
+            "INSERT INTO history_fleet_hours (start) VALUES (?) ON CONFLICT (start)"
+            " DO UPDATE SET stale = 1, version = version + 1",
+            (hour,),
+        )
 
     def _mark_fleet_stale(self, day: str) -> None:
         self.db.execute(

@@ -21,8 +21,9 @@ from govern import sketch
 from govern.digest.document import full_document
 from govern.errors import ServerError, UsageError
 from govern.history import rows
+from govern.history.ladders import Ladder
 from govern.history.mysql import MysqlStore, parse_url
-from govern.history.sql import MIGRATIONS, SqlStore
+from govern.history.sql import MIGRATIONS, SqlStore, _text
 from govern.history.sqlite import SqliteStore
 from govern.history.store import open_store
 from tests.collect.support import assert_same_events, one_shot
@@ -189,6 +190,7 @@ def test_retention_keeps_roll_ups_and_drops_old_days(
     done = store.retain(dt.datetime(2026, 11, 25), hourly_days=3, keep_days=400)
     assert done.hourly_days == 2
     assert _count(store, "history_buckets") == 0
+    assert _count(store, "history_fleet_hours") == 0  # the fleet's hours go with the buckets
     assert_same_events(full_document(store.digest(*WIDE)), before)
     # a bucket for a day whose buckets were dropped is refused, not counted twice
     where = store.write("db1", "2026-11-20 03:00:00", at(buckets[0], "db1", "2026-11-20 03:00:00"))
@@ -246,7 +248,11 @@ def test_migrations_from_empty_and_from_version_1(
     store = SqliteStore(tmp_path / "v1.db")
     assert store.applied_migrations() == names
     assert store.report(*WIDE).events == buckets[0]["totals"]["events"]
-    assert store.roll_up(dt.datetime(2026, 11, 25)).days == 1  # the migration marked its day
+    # the migrations marked its day, and its hour as never to be rolled up (read from buckets)
+    assert store.run("SELECT start, stale FROM history_fleet_hours") == [(f"{DAY} 01:00:00", 2)]
+    done = store.roll_up(dt.datetime(2026, 11, 25))
+    assert (done.days, done.fleet_hours) == (1, 0)
+    assert store.report(*WIDE).events == buckets[0]["totals"]["events"]
     store.close()
     fresh = SqliteStore(tmp_path / "new.db")
     assert fresh.applied_migrations() == names
@@ -272,6 +278,9 @@ def test_mysql_migrations_from_version_1(
         store = MysqlStore.open(url)
         assert store.applied_migrations() == [m.id for m in MIGRATIONS]
         assert store.report(*WIDE).events == buckets[0]["totals"]["events"]
+        assert [
+            (_text(a), b) for a, b in store.run("SELECT start, stale FROM history_fleet_hours")
+        ] == [(f"{DAY} 01:00:00", 2)]
         assert store.roll_up(dt.datetime(2026, 11, 25)).days == 1
     finally:
         store = MysqlStore.open(url)
@@ -387,15 +396,17 @@ def test_fleet_blocks_of_days_read_the_same_as_their_days(
             store.write(host, start, at(buckets[(offset + len(host)) % 2], host, start))
     window = (first, first + dt.timedelta(days=11))
     hourly = full_document(store.digest(*window))
+    one = full_document(store.digest(*window, host="db2"))
     done = store.roll_up(dt.datetime(2026, 10, 20))
     assert (done.days, done.fleet_days) == (22, 11)
     assert done.blocks >= 6  # blocks of 2, 4 and 8 days over the 11 days
     read: list[tuple[str, int]] = []
     original = SqlStore._block_unit
 
-    def spy(self: SqlStore, day: str, span: int, shares: Any) -> Any:
-        read.append((day, span))
-        return original(self, day, span, shares)
+    def spy(self: SqlStore, ladder: Ladder, start: int, span: int, shares: Any) -> Any:
+        if ladder.host is None:
+            read.append((ladder.key(start), span))
+        return original(self, ladder, start, span, shares)
 
     monkeypatch.setattr(SqlStore, "_block_unit", spy)
     blocked = full_document(store.digest(*window))
@@ -405,6 +416,18 @@ def test_fleet_blocks_of_days_read_the_same_as_their_days(
     ]
     assert read and all(span > 1 for _, span in read)
     assert sum(span for _, span in read) >= 8
+    # one host (not the fleet) reads its own blocks of days
+    hosts: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        SqlStore,
+        "_block_unit",
+        lambda self, ladder, start, span, shares: (
+            hosts.append((ladder.host, span)) or original(self, ladder, start, span, shares)
+        ),
+    )
+    assert_same_events(full_document(store.digest(*window, host="db2")), one)
+    assert sum(span for _, span in hosts) >= 8 and {name for name, _ in hosts} == {"db2"}
+    monkeypatch.setattr(SqlStore, "_block_unit", spy)
     # a late bucket on the 4th day invalidates the blocks over it until the next roll-up
     start = "2026-10-04 05:00:00"
     store.write("db1", start, at(buckets[0], "db1", start))
@@ -416,6 +439,111 @@ def test_fleet_blocks_of_days_read_the_same_as_their_days(
     read.clear()
     assert store.report(*window).events == after.events
     assert any(day <= "2026-10-04" < _end(day, span) for day, span in read)
+
+
+def test_fleet_hours_read_the_same_as_their_buckets(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nxt = "2026-11-21"
+    for day, hours in ((DAY, 24), (nxt, 6)):
+        for hour in range(hours):
+            for host, document in (("db1", buckets[0]), ("db2", buckets[hour % 2])):
+                start = f"{day} {hour:02d}:00:00"
+                store.write(host, start, at(document, host, start))
+    edges = (dt.datetime(2026, 11, 20, 9, 30), dt.datetime(2026, 11, 21, 4))  # cuts both days
+    whole = (dt.datetime(2026, 11, 20), dt.datetime(2026, 11, 21))
+    hourly = full_document(store.digest(*edges))
+    hourly_day = full_document(store.digest(*whole))
+    done = store.roll_up(dt.datetime(2026, 11, 21, 6))
+    # every hour that ended: 05:00 of the 21st too, as both hosts wrote it
+    assert (done.days, done.fleet_days, done.fleet_hours) == (2, 1, 30)
+    read: list[str] = []
+    for name in ("_bucket_units", "_fleet_hour_unit", "_fleet_unit", "_day_unit", "_block_unit"):
+        original = getattr(SqlStore, name)
+
+        def spy(self: SqlStore, *args: Any, _name: str = name, _original: Any = original) -> Any:
+            if _name == "_bucket_units":  # (the gap 09:30-10:00 has no bucket)
+                units = list(_original(self, *args))
+                read.extend([f"buckets {args[1]}"] if units else [])
+                return iter(units)
+            if _name == "_block_unit":
+                read.append(f"{args[0].units} {args[0].key(args[1])} x{args[2]}")
+            else:
+                read.append(_name)
+            return _original(self, *args)
+
+        monkeypatch.setattr(SqlStore, name, spy)
+    blocks = [
+        f"history_fleet_hours {DAY} 10:00:00 x2",
+        f"history_fleet_hours {DAY} 12:00:00 x4",
+        f"history_fleet_hours {DAY} 16:00:00 x8",
+        f"history_fleet_hours {nxt} 00:00:00 x4",
+    ]
+    rolled = full_document(store.digest(*edges))
+    assert read == blocks  # 10:00-23:00 and 00:00-03:00 in 4 blocks of hours: no bucket read
+    assert_same_events(rolled, hourly)
+    assert [c["top_hosts"] for c in rolled["classes"]] == [
+        c["top_hosts"] for c in hourly["classes"]
+    ]
+    read.clear()
+    assert_same_events(full_document(store.digest(*whole)), hourly_day)
+    assert read == ["_fleet_unit"]  # a fresh fleet day beats its hours
+    read.clear()
+    store.digest(*edges, host="db2")  # one host: its buckets, never the fleet's hours
+    assert read == [f"buckets {DAY} 09:30:00"]
+    # a late bucket in the window makes its hour stale: that hour alone from the buckets
+    late = at(buckets[1], "db1", f"{DAY} 12:00:00")
+    store.write("db1", f"{DAY} 12:00:00", late)
+    expected = (
+        hourly["totals"]["events"] - buckets[0]["totals"]["events"] + late["totals"]["events"]
+    )
+    read.clear()
+    assert store.report(*edges).events == expected
+    assert (
+        read
+        == [
+            blocks[0],
+            "_fleet_hour_unit",  # 13:00
+            f"history_fleet_hours {DAY} 14:00:00 x2",
+            *blocks[2:],
+            *[f"buckets {DAY} 12:00:00"] * 2,  # 12:00 of both hosts
+        ]
+    )
+    # the day is stale too: read from db2's day roll-up and db1's buckets, not the hours
+    read.clear()
+    day_events = hourly_day["totals"]["events"] - buckets[0]["totals"]["events"]
+    assert store.report(*whole).events == day_events + late["totals"]["events"]
+    assert "_fleet_hour_unit" not in read and "_day_unit" in read
+    done = store.roll_up(dt.datetime(2026, 11, 21, 6))
+    assert (done.days, done.fleet_days, done.fleet_hours) == (1, 1, 1)
+    read.clear()
+    after = full_document(store.digest(*edges))
+    assert read == blocks
+    assert after["totals"]["events"] == expected
+    # an hour that ended but that a host has not written yet waits for it (or 15 minutes)
+    six = f"{nxt} 06:00:00"
+    store.write("db1", six, at(buckets[0], "db1", six))
+    assert store.roll_up(dt.datetime(2026, 11, 21, 7, 5)).fleet_hours == 0
+    store.write("db2", six, at(buckets[0], "db2", six))
+    assert store.roll_up(dt.datetime(2026, 11, 21, 7, 5)).fleet_hours == 1
+    # the re-rolled hour equals the merge of its buckets
+    store.run("UPDATE history_fleet_hours SET stale = 1 WHERE start = ?", (f"{DAY} 12:00:00",))
+    assert_same_events(full_document(store.digest(*edges)), after)
+
+
+def test_one_roll_up_of_a_fleet_hour_at_a_time(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...]
+) -> None:
+    start = f"{DAY} 01:00:00"
+    for host in ("db1", "db2"):
+        store.write(host, start, at(buckets[0], host, start))
+    assert store._claim_hour(start) == 2  # another collector is rolling it up
+    assert store._claim_hour(start) is None
+    assert store.roll_up(dt.datetime(2026, 11, 25)).fleet_hours == 0
+    # a claim older than CLAIM_FOR is taken over (its collector died)
+    store.run("UPDATE history_fleet_hours SET claimed_at = '2000-01-01 00:00:00'")
+    assert store.roll_up(dt.datetime(2026, 11, 25)).fleet_hours == 1
+    assert store.run("SELECT stale, claimed_at, hosts FROM history_fleet_hours") == [(0, None, 2)]
 
 
 def _end(day: str, span: int) -> str:
