@@ -12,6 +12,12 @@ benchmarks/history_fleet.py does), written for every host and hour through the s
 (its Query_time figures and sketch scaled): the run must report that class on that host, the
 hour it changed, and nothing else.
 
+Only db1 and db2 are written through ``write`` and rolled up; db3… are copies of db2 made
+by the server (``INSERT … SELECT`` of its bucket, class and day rows): a fleet of 10 × 500
+fills in minutes, not hours. The fleet's own roll-ups (which regressions do not read) are
+cleared, so a reference report reads the hosts' days. ``--keep`` leaves the store for
+another run, ``--reuse URL`` judges an existing one (no fill).
+
 ``--reference`` also judges the same store the way ``govern regressions`` did before its lean
 store query (govern/history/figures.py): from merged reports (``store.report()``, every
 class's saved state unpacked and merged), and checks both find exactly the same.
@@ -23,6 +29,7 @@ import argparse
 import copy
 import datetime as dt
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -135,11 +142,63 @@ def by_reports(store: Any, until: dt.datetime, hosts: list[str]) -> list[dict[st
     return Outcome("", span, span, rules, hosts, None, found).to_json()["regressions"]
 
 
+def fill(
+    store: Any,
+    base: dict[str, Any],
+    target: str,
+    hosts: int,
+    classes: int,
+    hours: list[dt.datetime],
+    changed: dt.datetime,
+    path: Path,
+) -> None:
+    """db1 (``target`` slowed from ``changed``) and db2 written and rolled up; db3… copied
+    from db2 by the server; the fleet's roll-ups cleared (they would count db1 and db2)."""
+    began = time.perf_counter()
+    slow = slowed(base, target, 20)
+    for index in range(min(hosts, 2)):
+        host = f"db{index + 1}"
+        for at in hours:
+            document = slow if index == 0 and at >= changed else base
+            start = f"{at:%Y-%m-%d %H:%M:%S}"
+            document = dict(document, collect=dict(document["collect"], host=host))
+            store.write(host, start, document)
+    written = time.perf_counter() - began
+    began = time.perf_counter()
+    rolled = store.roll_up(now=UNTIL)  # as govern collect --store does when a day ends
+    rolled_s = time.perf_counter() - began
+    began = time.perf_counter()
+    tables = {
+        "history_buckets": "start, seconds, events, query_time, qt_sketch, meta, written_at",
+        "history_classes": "start, class_id, count, query_time, qt_max, qt_sketch, state",
+        "history_days": "day, stale, version, pruned, events, query_time, qt_sketch, meta,"
+        " rolled_at",
+        "history_day_classes": "day, class_id, count, query_time, qt_max, qt_sketch, state",
+    }
+    for index in range(2, hosts):
+        for table, columns in tables.items():
+            store.run(
+                f"INSERT INTO {table} (host, {columns}) SELECT ?, {columns} FROM {table}"
+                " WHERE host = 'db2'",
+                (f"db{index + 1}",),
+            )
+    for table in ("history_fleet_classes", "history_fleet_block_classes", "history_fleet_blocks"):
+        store.run(f"DELETE FROM {table}")
+    store.run("UPDATE history_fleet_days SET stale = 1, meta = NULL")
+    copied = time.perf_counter() - began
+    print(f"store: {hosts} hosts x {len(hours)} hourly buckets x {classes} classes"
+          f" = {hosts * len(hours) * classes:,} class-buckets; db1, db2 written in {written:.1f} s,"
+          f" {rolled.days} host-days rolled up in {rolled_s:.1f} s, db3… copied in {copied:.1f} s;"
+          f" {path.stat().st_size / 1e6 if path.exists() else 0:.1f} MB (SQLite)")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=5)
     parser.add_argument("--classes", type=int, default=200)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--keep", help="keep the store (SQLite: move it to this path)")
+    parser.add_argument("--reuse", help="judge this existing store, no fill (--classes as filled)")
     parser.add_argument("--reference", action="store_true", help="also judge by merged reports")
     parser.add_argument(
         "--store",
@@ -153,26 +212,11 @@ def main() -> int:
     changed = UNTIL - dt.timedelta(hours=6)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "history.db"
-        store = open_store(args.store or f"sqlite:{path}")
-        began = time.perf_counter()
-        slow = slowed(base, target, 20)
-        for index in range(args.hosts):
-            host = f"db{index + 1}"
-            for at in hours:
-                document = slow if index == 0 and at >= changed else base
-                start = f"{at:%Y-%m-%d %H:%M:%S}"
-                document = dict(document, collect=dict(document["collect"], host=host))
-                store.write(host, start, document)
-        written = time.perf_counter() - began
-        began = time.perf_counter()
-        rolled = store.roll_up(now=UNTIL)  # as govern collect --store does when a day ends
-        rolled_s = time.perf_counter() - began
-        buckets = args.hosts * len(hours)
-        print(f"store: {args.hosts} hosts x {len(hours)} hourly buckets x {args.classes} classes"
-              f" = {buckets * args.classes:,} class-buckets, written in {written:.1f} s;"
-              f" {path.stat().st_size / 1e6 if path.exists() else 0:.1f} MB (SQLite);"
-              f" {rolled.days} host-days and"
-              f" {rolled.fleet_days} fleet days rolled up in {rolled_s:.1f} s")  # fmt: skip
+        store = open_store(args.reuse or args.store or f"sqlite:{path}")
+        if not args.reuse:
+            fill(store, base, target, args.hosts, args.classes, hours, changed, path)
+        hosts = store.hosts(UNTIL - dt.timedelta(days=8), UNTIL)
+        load = os.getloadavg()[0]
         began, cpu = time.perf_counter(), time.process_time()
         outcome = find_regressions(
             store, baseline=dt.timedelta(days=7), window=dt.timedelta(hours=24), until=UNTIL
@@ -197,15 +241,19 @@ def main() -> int:
             print(f"reference (merged reports, as before figures.py): {referenced:.2f} s"
                   f" ({referenced_cpu:.2f} CPU-s);"
                   f" {'same findings, figure for figure' if same else 'DIFFERENT findings'}")  # fmt: skip
-        if args.store:
+        if args.store and not args.keep:
             store.run(f"DROP DATABASE `{store.target.schema}`")  # type: ignore[attr-defined]
         store.close()
-    print(f"govern regressions --baseline 7d --window 24h: {judged:.2f} s"
-          f" ({judged_cpu:.2f} CPU-s; {judged / args.hosts:.2f} s per host, fleet-wide included)")  # fmt: skip
+        if args.keep and not args.store and not args.reuse:
+            path.replace(args.keep)
+            print(f"store kept: sqlite:{args.keep}")
+    per = judged_cpu / (len(hosts) * args.classes) * 1000
+    print(f"govern regressions --baseline 7d --window 24h: {judged:.2f} s at load {load:.1f}"
+          f" ({judged_cpu:.2f} client CPU-s; {per:.3f} client CPU-ms per host-class)")  # fmt: skip
     for found in outcome.regressions:
         print(f"  {found.host or 'fleet'} {found.id[-16:]} {'/'.join(found.kinds)}"
               f" since {found.changed_at}")  # fmt: skip
-    expected = {("db1", target, changed)} | ({(None, target, changed)} if args.hosts > 1 else set())
+    expected = {("db1", target, changed)} | ({(None, target, changed)} if len(hosts) > 1 else set())
     got = {(r.host, r.id, r.changed_at) for r in outcome.regressions}
     print("as expected" if got == expected else f"UNEXPECTED: {got ^ expected}")
     return 0 if got == expected and same else 1

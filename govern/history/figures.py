@@ -10,6 +10,12 @@ asked (classes past the count floors), its worst row's state only when its plan 
 fingerprint is (:class:`ClassFigures`). A host's whole fresh days come from its day roll-up,
 the rest from its hourly rows, as ``report()`` reads them; the fleet is the sum of its hosts.
 
+The work follows what can be a finding, not the store (:func:`span_figures`): the additive
+figures (count, total, largest Query_time and where it is) are summed by the server, one
+``GROUP BY host, class_id`` query for every host whose days read alike; a class's rows
+(their sketch blobs) are read only when its percentiles are asked, in batches
+(:meth:`Source.load`).
+
 The figures are those of the merged report, exactly: percentiles from the same merged sketch
 clamped to the same exact [min, max] (the max is a column; the min is read from the states
 in the one case it matters, a percentile in the lowest, wider-than-one-value bucket), the
@@ -25,7 +31,7 @@ from typing import Any
 
 from govern import sketch
 from govern.digest.report import SampleQuery
-from govern.history.rows import sketch_of, unpack
+from govern.history.rows import sketch_of, state_summary, unpack
 from govern.history.sql import SqlStore, stamp
 
 QUANTILES = (0.95, 0.99)
@@ -34,6 +40,8 @@ BATCH = 500
 
 #: Where a row's state is: (table, host, start or day, class ID).
 Ref = tuple[str, str, str, str]
+#: (p95, p99) in seconds.
+Pair = tuple[float | None, float | None]
 
 
 class ClassFigures:
@@ -41,53 +49,56 @@ class ClassFigures:
     a report's class (``key``, ``id``, ``count``, ``total_time``, ``query_time``,
     ``sample``, ``fingerprint``), the costly parts computed on first use."""
 
-    __slots__ = ("_fingerprint", "_plan", "_plan_read", "_read", "_sketch", "_stat",
-                 "blobs", "count", "id", "merged", "micro", "qt_max", "rows", "worst", "worst_order")  # fmt: skip
+    __slots__ = ("_bounds", "_fingerprint", "_plan", "_plan_read", "_read", "_rows", "_sketch", "_stat",
+                 "count", "id", "micro", "parts", "qt_max", "source", "worst", "worst_order")  # fmt: skip
 
-    def __init__(self, class_id: str, read: StateReader) -> None:
+    def __init__(self, class_id: str, read: StateReader, source: Source | None = None) -> None:
         self.id = class_id
         self.count = 0
         self.micro = 0
         self.qt_max = -1
-        self.rows: list[tuple[Ref, bytes | None, int]] = []  # (where, sketch blob, count)
-        self.blobs: list[bytes | None] = []  # Query_time sketches not merged yet
-        self.merged: list[dict[int, int]] = []  # hosts' sketches, already merged
+        self.source = source  # where a host's rows are (None: the fleet's, from its parts)
+        self.parts: list[ClassFigures] = []  # the fleet's: each host's figures
+        self._rows: list[tuple[Ref, bytes | None, int]] | None = None
         self.worst: Ref | None = None
         self.worst_order: tuple[Any, ...] = ()
         self._read = read
         self._sketch: dict[int, int] | None = None
-        self._stat: tuple[float | None, float | None] | None = None
+        self._stat: Pair | None = None
+        self._bounds: tuple[Pair, Pair] | None = None
         self._fingerprint: str | None = None
         self._plan: dict[str, Any] | None = None
         self._plan_read = False
 
-    def add(
-        self,
-        ref: Ref,
-        count: int,
-        micro: int,
-        qt_max: int,
-        blob: bytes | None,
-        order: tuple[Any, ...],
-    ) -> None:
-        """A row; ``order`` is its place in report()'s merge (the last worst event wins)."""
+    def add(self, count: int, micro: int, qt_max: int, ref: Ref, order: tuple[Any, ...]) -> None:
+        """Summed rows, their worst at ``ref``; ``order`` is its place in report()'s merge
+        (the last worst event wins)."""
         self.count += count
         self.micro += micro
-        self.rows.append((ref, blob, count))
-        self.blobs.append(blob)
         if qt_max > self.qt_max or (qt_max == self.qt_max and order > self.worst_order):
             self.qt_max, self.worst, self.worst_order = qt_max, ref, order
+
+    @property
+    def rows(self) -> list[tuple[Ref, bytes | None, int]]:
+        """(where, Query_time sketch blob, count) of every row, read on first use."""
+        if self.parts:
+            return [row for part in self.parts for row in part.rows]
+        if self._rows is None:
+            if self.source is None:
+                return []
+            self.source.load([self])
+        assert self._rows is not None
+        return self._rows
+
+    @property
+    def loaded(self) -> bool:
+        return all(part.loaded for part in self.parts) if self.parts else self._rows is not None
 
     def absorb(self, other: ClassFigures) -> None:
         """Another host's figures of the class (the fleet): its sketch merged once, reused."""
         self.count += other.count
         self.micro += other.micro
-        self.rows += other.rows
-        if other._sketch is not None:
-            self.merged.append(other._sketch)
-        else:
-            self.merged += other.merged
-            self.blobs += other.blobs
+        self.parts.append(other)
         if other.worst is not None and (
             other.qt_max > self.qt_max
             or (other.qt_max == self.qt_max and other.worst_order > self.worst_order)
@@ -113,35 +124,54 @@ class ClassFigures:
             self._stat = self._quantiles()
         return self._stat
 
+    def percentile_bounds(self) -> tuple[Pair, Pair]:
+        """The lowest and the highest (p95, p99) can be, from the merged sketches alone: a
+        percentile in the lowest bucket is clamped to the exact minimum, which only the
+        states hold (somewhere in that bucket). Equal when no state is needed."""
+        if self._stat is not None:
+            return self._stat, self._stat
+        if self._bounds is None:
+            merged = self.merged_sketch()
+            if not merged or sum(merged.values()) != self.count:
+                exact = self.percentiles()
+                self._bounds = (exact, exact)
+            else:
+                low, top = sketch.bucket_range(min(merged))
+                lowest = self._values(merged, low)
+                self._bounds = (lowest, self._values(merged, top) if self._clamped() else lowest)
+                if self._bounds[0] == self._bounds[1]:
+                    self._stat = lowest
+        return self._bounds
+
     @property
     def sample(self) -> SampleQuery:
         """The worst event's plan (nothing else of the sample is read)."""
         if not self._plan_read:
-            state = self._worst_state()
-            sample = (state or {}).get("sample") or {}
-            self._plan, self._plan_read = sample.get("plan"), True
+            summary = self._worst_state()
+            self._plan, self._plan_read = (summary[1] if summary else None), True
         return SampleQuery("", plan=self._plan)
 
     @property
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            state = self._worst_state()
-            self._fingerprint = str(state.get("fingerprint") or "") if state else ""
+            summary = self._worst_state()
+            self._fingerprint = summary[0] if summary else ""
         return self._fingerprint
 
     # --- the costly parts ---------------------------------------------------------------
-    def _worst_state(self) -> dict[str, Any] | None:
+    def _worst_state(self) -> Summary | None:
         return None if self.worst is None else self._read(self.worst)
 
     def merged_sketch(self) -> dict[int, int]:
         if self._sketch is None:
             merged: dict[int, int] = {}
-            for part in self.merged:
-                sketch.merge_into(merged, part)
-            for blob in self.blobs:
-                if blob is not None:  # [[key, count], …] (rows.py), added in place
-                    for key, count in unpack(blob):
-                        merged[key] = merged.get(key, 0) + count
+            for part in self.parts:
+                sketch.merge_into(merged, part.merged_sketch())
+            if not self.parts:
+                for _, blob, _ in self.rows:
+                    if blob is not None:  # [[key, count], …] (rows.py), added in place
+                        for key, count in unpack(blob):
+                            merged[key] = merged.get(key, 0) + count
             self._sketch = merged
         return self._sketch
 
@@ -152,27 +182,39 @@ class ClassFigures:
         if not merged:
             return None, None
         lowest = min(merged)
-        low, top = sketch.bucket_range(lowest)
-        rank = -((-round(QUANTILES[0] * 1000) * self.count) // 1000)
-        if top > low and merged[lowest] >= rank:
+        low = sketch.bucket_range(lowest)[0]
+        if self._clamped():
             # p95 is in the lowest bucket, whose value may lie below the exact minimum (the
             # clamp): read the minimum of the rows holding that bucket
-            low = min(self._row_min(ref) for ref, blob, _ in self.rows if lowest in sketch_of(blob))
+            refs = [ref for ref, blob, _ in self.rows if lowest in sketch_of(blob)]
+            self._read.prefetch(refs)
+            low = min(self._row_min(ref) for ref in refs)
         # below the lowest bucket, any lower bound clamps nothing
+        return self._values(merged, low)
+
+    def _clamped(self) -> bool:
+        """p95 is in the lowest bucket, wider than one value (the exact minimum matters)."""
+        merged = self.merged_sketch()
+        lowest = min(merged)
+        low, top = sketch.bucket_range(lowest)
+        rank = -((-round(QUANTILES[0] * 1000) * self.count) // 1000)
+        return top > low and merged[lowest] >= rank
+
+    def _values(self, merged: dict[int, int], low: int) -> Pair:
         values = sketch.quantiles(merged, QUANTILES, low, self.qt_max)
         p95, p99 = (round(value / 1_000_000, 6) for value in values)
         return p95, p99
 
     def _row_min(self, ref: Ref) -> int:
-        metric = ((self._read(ref) or {}).get("state") or {}).get("metrics", {}).get("Query_time")
-        return int(metric["min"]) if metric else 0
+        summary = self._read(ref)
+        return (summary[2] or 0) if summary else 0
 
     def _exact_quantiles(self) -> tuple[float | None, float | None]:
         """From the rows' saved Query_time metrics, as a merged report computes them."""
         count, low, high = 0, 0, 0
         buckets: dict[int, int] = {}
         for ref, _, _ in self.rows:
-            state = self._read(ref)
+            state = self._read.document(ref)
             metric = (state or {}).get("state", {}).get("metrics", {}).get("Query_time")
             if not metric or not metric["count"]:
                 continue
@@ -214,19 +256,31 @@ class QueryTime:
         return self._of.percentiles()[1]
 
 
+#: What a regression check reads of a class state (rows.state_summary).
+Summary = tuple[str, dict[str, Any] | None, int | None]
+
+
 class StateReader:
-    """A row's class state, read once; :meth:`prefetch` reads many in a few queries (a
-    round trip per state would dominate on a MySQL store)."""
+    """A row's class state, read once, kept as its :data:`Summary` (fingerprint, plan,
+    Query_time's minimum); :meth:`prefetch` reads many in a few queries (a round trip per
+    state would dominate on a MySQL store)."""
 
     def __init__(self, store: SqlStore) -> None:
         self.store = store
         self.reads = 0
-        self.cache: dict[Ref, dict[str, Any] | None] = {}
+        self.cache: dict[Ref, Summary | None] = {}
 
-    def __call__(self, ref: Ref) -> dict[str, Any] | None:
+    def __call__(self, ref: Ref) -> Summary | None:
         if ref not in self.cache:
             self.prefetch([ref])
         return self.cache.get(ref)
+
+    def document(self, ref: Ref) -> dict[str, Any] | None:
+        """The whole state (rare: a class whose sketches miss some events)."""
+        for rows in self._states(ref[0], ref[1], ref[2], [ref[3]]):
+            for _, state in rows:
+                return dict(unpack(state))
+        return None
 
     def prefetch(self, refs: Iterable[Ref]) -> None:
         """Read the states of ``refs``: one query per (table, host, bucket or day)."""
@@ -235,22 +289,30 @@ class StateReader:
             if (table, host, when, class_id) not in self.cache:
                 groups.setdefault((table, host, when), []).append(class_id)
         for (table, host, when), ids in groups.items():
-            column = "start" if table == "history_classes" else "day"
             for index in range(0, len(ids), BATCH):
                 chunk = ids[index : index + BATCH]
-                marks = ", ".join(["?"] * len(chunk))
-                rows = self.store.run(
-                    f"SELECT class_id, state FROM {table}"
-                    f" WHERE host = ? AND {column} = ? AND class_id IN ({marks})",
-                    (host, when, *chunk),
-                )
-                self.reads += 1
-                found = {str(class_id): state for class_id, state in rows}
+                found = {
+                    str(class_id): state
+                    for rows in self._states(table, host, when, chunk)
+                    for class_id, state in rows
+                }
                 for class_id in chunk:
                     state = found.get(class_id)
                     self.cache[(table, host, when, class_id)] = (
-                        None if state is None else dict(unpack(state))
+                        None if state is None else state_summary(state)
                     )
+
+    def _states(
+        self, table: str, host: str, when: str, ids: list[str]
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        column = "start" if table == "history_classes" else "day"
+        marks = ", ".join(["?"] * len(ids))
+        self.reads += 1
+        yield self.store.run(
+            f"SELECT class_id, state FROM {table}"
+            f" WHERE host = ? AND {column} = ? AND class_id IN ({marks})",
+            (host, when, *ids),
+        )
 
     def forget(self) -> None:
         self.cache.clear()
@@ -279,60 +341,153 @@ class Figures:
         return cls(total)
 
 
+class Source:
+    """Where a host's rows of one span are: its fresh days' roll-ups, then its hourly rows
+    in ``ranges``; :meth:`load` reads the rows of many classes in a few queries."""
+
+    def __init__(
+        self, store: SqlStore, host: str, days: list[str], ranges: list[tuple[str, str]]
+    ) -> None:
+        self.store, self.host, self.days, self.ranges = store, host, days, ranges
+        self.queries = 0
+
+    def load(self, classes: Iterable[ClassFigures]) -> None:
+        """Read the rows of ``classes`` not read yet (a query per part and batch)."""
+        todo = [cls for cls in classes if cls._rows is None]
+        fresh = set(self.days)
+        for index in range(0, len(todo), BATCH):
+            chunk = {cls.id: cls for cls in todo[index : index + BATCH]}
+            found: dict[str, list[tuple[Ref, bytes | None, int]]] = {name: [] for name in chunk}
+            marks = ", ".join(["?"] * len(chunk))
+            parts: list[tuple[str, str, str, str]] = []
+            if self.days:
+                parts.append(("history_day_classes", "day", self.days[0], self.days[-1]))
+            parts += [("history_classes", "start", low, high) for low, high in self.ranges]
+            for table, column, low, high in parts:
+                upper = "<=" if table == "history_day_classes" else "<"
+                rows = self.store.run(
+                    f"SELECT {column}, class_id, count, qt_sketch FROM {table}"
+                    f" WHERE host = ? AND {column} >= ? AND {column} {upper} ?"
+                    f" AND class_id IN ({marks})",
+                    (self.host, low, high, *chunk),
+                )
+                self.queries += 1
+                for when, class_id, count, blob in rows:
+                    at = _text(when)
+                    if table == "history_day_classes" and at not in fresh:
+                        continue  # a stale day between fresh ones: read from its hours
+                    name = str(class_id)
+                    found[name].append(((table, self.host, at, name), blob, int(count)))
+            for name, cls in chunk.items():
+                cls._rows = found[name]
+
+
+def load(classes: Iterable[ClassFigures]) -> None:
+    """Read the rows of ``classes`` (hosts' or the fleet's), batched per host and span."""
+    by_source: dict[int, tuple[Source, list[ClassFigures]]] = {}
+    for cls in classes:
+        for part in cls.parts or [cls]:
+            if part._rows is None and part.source is not None:
+                by_source.setdefault(id(part.source), (part.source, []))[1].append(part)
+    for source, todo in by_source.values():
+        source.load(todo)
+
+
+def span_figures(
+    store: SqlStore, read: StateReader, hosts: list[str], since: dt.datetime, until: dt.datetime
+) -> dict[str, Figures]:
+    """Each host's classes over [since, until): whole fresh days from its day roll-ups, the
+    rest from its hourly rows (report()'s reading). The server sums each class's count and
+    time and finds its worst row, for every host whose fresh days are the same in one query;
+    the rows themselves are read when a class's percentiles are asked."""
+    days = _full_days(since, until)
+    fresh: dict[str, set[str]] = {host: set() for host in hosts}
+    if days:
+        for host, day in store.run(
+            "SELECT host, day FROM history_days WHERE day >= ? AND day <= ?"
+            " AND stale = 0 AND meta IS NOT NULL",
+            (days[0], days[-1]),
+        ):
+            if str(host) in fresh:
+                fresh[str(host)].add(_text(day))
+    alike: dict[tuple[str, ...], list[str]] = {}
+    for host in hosts:
+        alike.setdefault(tuple(sorted(fresh[host])), []).append(host)
+    found: dict[str, Figures] = {}
+    for whole, members in alike.items():
+        ranges = list(_hour_ranges(since, until, days, set(whole)))
+        sources = {host: Source(store, host, list(whole), ranges) for host in members}
+        figures = {host: Figures({}) for host in members}
+        for host, class_id, count, micro, worst in _sums(store, members, whole, ranges):
+            name = str(class_id)
+            qt_max, rank, at = _worst(worst)
+            table = "history_classes" if rank else "history_day_classes"
+            cls = ClassFigures(name, read, sources[str(host)])
+            cls.add(int(count), int(micro), qt_max, (table, str(host), at, name),
+                    (rank, str(host), at))  # fmt: skip
+            figures[str(host)].by_id[name] = cls
+        found.update(figures)
+    return {host: found[host] for host in hosts}
+
+
+def _sums(
+    store: SqlStore, hosts: list[str], days: tuple[str, ...], ranges: list[tuple[str, str]]
+) -> list[tuple[Any, ...]]:
+    """(host, class ID, count, total µs, worst) of ``hosts`` over ``days`` and ``ranges``;
+    worst: the largest of "qt_max rank when" (qt_max padded to 20 digits; rank 0 for a
+    day's row, 1 for an hour's), report()'s merge order of ties."""
+    if store.dialect == "mysql":
+        key = "CONCAT(LPAD(qt_max, 20, '0'), ' {rank} ', {column})"
+        index = "{table} FORCE INDEX ({table}_figures)"
+    else:
+        key = "printf('%020d', qt_max) || ' {rank} ' || {column}"
+        index = "{table} INDEXED BY {table}_figures"
+    # the covering indexes of migration 0005: the rows' states are not read (MariaDB
+    # chose the primary key, and read them, 5x slower); each part grouped on its own, so
+    # the union the outer query groups again is a row per class and part, not per row
+    # (a union of the rows went to an on-disk temporary table)
+    marks = ", ".join(["?"] * len(hosts))
+    parts: list[str] = []
+    args: list[Any] = []
+    if days:
+        parts.append(
+            "SELECT host, class_id, SUM(count) AS count, SUM(query_time) AS query_time, MAX("
+            + key.format(rank=0, column="day")
+            + f") AS worst FROM {index.format(table='history_day_classes')}"
+            + f" WHERE host IN ({marks})"
+            + f" AND day IN ({', '.join(['?'] * len(days))}) GROUP BY host, class_id"
+        )
+        args += [*hosts, *days]
+    for low, high in ranges:
+        parts.append(
+            "SELECT host, class_id, SUM(count) AS count, SUM(query_time) AS query_time, MAX("
+            + key.format(rank=1, column="start")
+            + f") AS worst FROM {index.format(table='history_classes')}"
+            + f" WHERE host IN ({marks})"
+            " AND start >= ? AND start < ? GROUP BY host, class_id"
+        )
+        args += [*hosts, low, high]
+    if not parts:
+        return []
+    return store.run(
+        "SELECT host, class_id, SUM(count), SUM(query_time), MAX(worst) FROM ("
+        + " UNION ALL ".join(parts)
+        + ") AS part GROUP BY host, class_id",
+        args,
+    )
+
+
+def _worst(value: Any) -> tuple[int, int, str]:
+    """(qt_max, rank, when) of a ``_sums`` worst."""
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    return int(text[:20]), int(text[21]), text[23:]
+
+
 def host_figures(
     store: SqlStore, read: StateReader, host: str, since: dt.datetime, until: dt.datetime
 ) -> Figures:
-    """A host's classes over [since, until): whole fresh days from its day roll-ups, the
-    rest from its hourly rows (report()'s reading)."""
-    days = _full_days(since, until)
-    fresh: set[str] = set()
-    if days:
-        fresh = {
-            _text(day)
-            for (day,) in store.run(
-                "SELECT day FROM history_days WHERE host = ? AND day >= ? AND day <= ?"
-                " AND stale = 0 AND meta IS NOT NULL",
-                (host, days[0], days[-1]),
-            )
-        }
-    classes: dict[str, ClassFigures] = {}
-
-    def add(rows: Iterable[tuple[Any, ...]], table: str, rank: int) -> None:
-        for when, class_id, count, micro, qt_max, blob in rows:
-            name = str(class_id)
-            slot = classes.get(name)
-            if slot is None:
-                slot = classes[name] = ClassFigures(name, read)
-            at = _text(when)
-            slot.add((table, host, at, name), int(count), int(micro), int(qt_max), blob,
-                     (rank, host, at))  # fmt: skip
-
-    if fresh:  # a stale day between two fresh ones is read from its hours below
-        add(
-            (
-                row
-                for row in store.run(
-                    "SELECT day, class_id, count, query_time, qt_max, qt_sketch"
-                    " FROM history_day_classes WHERE host = ? AND day >= ? AND day <= ?",
-                    (host, min(fresh), max(fresh)),
-                )
-                if _text(row[0]) in fresh
-            ),
-            "history_day_classes",
-            0,
-        )
-    for low, high in _hour_ranges(since, until, days, fresh):
-        add(
-            store.run(
-                "SELECT start, class_id, count, query_time, qt_max, qt_sketch"
-                " FROM history_classes WHERE host = ? AND start >= ? AND start < ?"
-                " ORDER BY start",
-                (host, low, high),
-            ),
-            "history_classes",
-            1,
-        )
-    return Figures(classes)
+    """One host's classes over [since, until) (:func:`span_figures`)."""
+    return span_figures(store, read, [host], since, until)[host]
 
 
 def hours_with_data(

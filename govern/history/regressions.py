@@ -24,7 +24,14 @@ from typing import Any, Protocol
 
 from govern import units
 from govern.digest.report import SampleQuery
-from govern.history.figures import Figures, StateReader, host_figures, hours_with_data
+from govern.history.figures import (
+    Figures,
+    Pair,
+    StateReader,
+    hours_with_data,
+    load,
+    span_figures,
+)
 from govern.history.model import TOP_HOSTS, Point
 from govern.history.sql import SqlStore
 from govern.history.store import HistoryStore
@@ -265,16 +272,20 @@ def judge(
             continue
         # a percentile is at most the largest event: below min_time, neither p95 nor p99 can
         # have grown by min_time (and the baseline's matter only past the count floor), so
-        # a fast class's sketches are not merged unless it is a finding
+        # a fast class's sketches are not merged unless it is a finding; nor the baseline's
+        # when the window's p95 and p99 are below min_time; the exact percentiles (which
+        # may need states) only when their bounds allow a rise
         peak = cls.query_time.max
-        rule = peak is None or peak >= rules.min_time
+        rule = (peak is None or peak >= rules.min_time) and was_class.count >= rules.min_count
+        if rule:
+            high = bounds(cls)[1]
+            rule = any(value is not None and value >= rules.min_time for value in high)
+            rule = rule and any(
+                rose(old, new, rules.factor, rules.min_time)
+                for old, new in zip(bounds(was_class)[0], high, strict=True)
+            )
         now = side(cls, window_hours, plan=False, percentiles=rule)
-        was = side(
-            was_class,
-            baseline_hours,
-            plan=False,
-            percentiles=rule and was_class.count >= rules.min_count,
-        )
+        was = side(was_class, baseline_hours, plan=False, percentiles=rule)
         kinds, reasons = _slower(was, now, rules, window_hours)
         # the baseline's plan matters only when the window's has one
         now_plan = plan_of(cls)
@@ -289,6 +300,18 @@ def judge(
             found.append(Regression(host, cls.id, cls.fingerprint, kinds, reasons, was, now))
     found.sort(key=lambda r: (-(r.window.total - (r.baseline.total if r.baseline else 0)), r.id))
     return found
+
+
+def bounds(cls: Judged) -> tuple[Pair, Pair]:
+    """The lowest and highest a class's (p95, p99) can be: the lean figures may know them
+    only to within a sketch bucket until states are read (figures.py); a report's are
+    exact."""
+    known = getattr(cls, "percentile_bounds", None)
+    if known is not None:
+        found: tuple[Pair, Pair] = known()
+        return found
+    stat = cls.query_time
+    return (stat.p95, stat.p99), (stat.p95, stat.p99)
 
 
 def _slower(was: Side, now: Side, rules: Rules, window_hours: float) -> tuple[list[str], list[str]]:
@@ -404,24 +427,24 @@ def find_regressions(
     read = StateReader(store)
     found: list[Regression] = []
     not_judged: dict[str, str] = {}
-    sides: list[tuple[str, Figures, Figures]] = []
-    for host in hosts:
-        if progress:
-            progress(host, len(hosts))
-        before_span, after_span = _spans(hours[host], baseline_since, window_since, until)
-        before = host_figures(store, read, host, baseline_since, window_since)
-        after = host_figures(store, read, host, window_since, until)
-        sides.append((host, before, after))
+    befores = span_figures(store, read, hosts, baseline_since, window_since)
+    afters = span_figures(store, read, hosts, window_since, until)
+    sides = [(host, befores[host], afters[host]) for host in hosts]
+    spans = {host: _spans(hours[host], baseline_since, window_since, until) for host in hosts}
+    for host, (before_span, after_span) in spans.items():
         if not before_span.hours or not after_span.hours:
             # without a baseline every class would be "new"; without a window, nothing ran
             not_judged[host] = "no bucket in the " + (
                 "baseline" if not before_span.hours else "window"
             )
+    prepare(read, [(before, after) for host, before, after in sides if host not in not_judged],
+            rules)  # fmt: skip
+    for host, before, after in sides:
+        if progress:
+            progress(host, len(hosts))
+        if host in not_judged:
             continue
-        # the plans judge reads: the worst state of each class past the window's count floor
-        read.prefetch(
-            cls.worst for cls in after.classes if cls.count >= rules.min_count and cls.worst
-        )
+        before_span, after_span = spans[host]
         regressions = judge(
             before,
             after,
@@ -438,7 +461,6 @@ def find_regressions(
                 rules,
             )
         found += regressions
-        read.forget()
     baseline_span, window_span = _spans(hours[None], baseline_since, window_since, until)
     if len(hosts) - len(not_judged) > 1:
         fleet = _fleet(store, read, (baseline_span, window_span), pattern, rules, found, sides)
@@ -461,7 +483,7 @@ def _fleet(
     before_span, after_span = spans
     before = Figures.summed((part for _, part, _ in sides), read)
     window = Figures.summed((part for _, _, part in sides), read)
-    read.prefetch(cls.worst for cls in window.classes if cls.count >= rules.min_count and cls.worst)
+    prepare(read, [(before, window)], rules)
     regressions = judge(
         before,
         window,
@@ -485,6 +507,30 @@ def _fleet(
             rules,
         )
     return regressions
+
+
+def prepare(read: StateReader, spans: list[tuple[Figures, Figures]], rules: Rules) -> None:
+    """Read in batches what :func:`judge` will ask of (baseline, window) pairs: the rows of
+    the window's classes past the count floor that may have slowed (largest event at least
+    ``min_time``), then the baseline's rows of those whose window p95 or p99 could have
+    risen, and the worst states (plans) of the window's classes past the count floor.
+    Judging is the same without it, one round trip per class slower."""
+    counted = [
+        (cls, before.by_id.get(cls.id))
+        for before, window in spans
+        for cls in window.classes
+        if cls.count >= rules.min_count and cls.id
+    ]
+    slow = [(cls, was) for cls, was in counted if cls.qt_max >= rules.min_time * 1_000_000]
+    load(cls for cls, _ in slow)
+    load(
+        was
+        for cls, was in slow
+        if was is not None
+        and was.count >= rules.min_count
+        and any(value is not None and value >= rules.min_time for value in bounds(cls)[1])
+    )
+    read.prefetch(cls.worst for cls, _ in counted if cls.worst)
 
 
 def _costliest(sides: list[tuple[str, Figures, Figures]], class_id: str) -> list[str]:

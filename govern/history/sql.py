@@ -316,6 +316,20 @@ MIGRATIONS = [
             """,
         },
     ),
+    # govern regressions sums each class's figures over a span for many hosts: covering
+    # indexes read ~60 bytes a row instead of the row with its state (~2.5 KB)
+    Migration(
+        "history_0006_class_figures",
+        dict.fromkeys(
+            ("sqlite", "mysql"),
+            """
+            CREATE INDEX history_classes_figures
+                ON history_classes (host, start, class_id, count, query_time, qt_max);
+            CREATE INDEX history_day_classes_figures
+                ON history_day_classes (host, day, class_id, count, query_time, qt_max)
+            """,
+        ),
+    ),
 ]
 
 

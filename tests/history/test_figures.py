@@ -14,7 +14,13 @@ import pytest
 from govern.digest.document import full_document
 from govern.digest.options import DigestOptions
 from govern.digest.runner import digest_bytes
-from govern.history.figures import Figures, StateReader, host_figures, hours_with_data
+from govern.history.figures import (
+    Figures,
+    StateReader,
+    host_figures,
+    hours_with_data,
+    span_figures,
+)
 from govern.history.mysql import MysqlStore
 from govern.history.regressions import find_regressions
 from govern.history.sql import SqlStore
@@ -76,7 +82,21 @@ def fill(store: SqlStore) -> None:
 
 def check(store: SqlStore, since: datetime, until: datetime) -> None:
     read = StateReader(store)
-    parts = [host_figures(store, read, host, since, until) for host in ("db1", "db2")]
+    # both hosts summed by the server in bulk (grouped by their fresh days), as
+    # find_regressions reads them; bounds first, as judge asks them
+    bulk = span_figures(store, StateReader(store), ["db1", "db2"], since, until)
+    for host, figures in bulk.items():
+        alone = host_figures(store, read, host, since, until)
+        for cls in figures.classes:
+            low, high = cls.percentile_bounds()
+            exact = alone.by_id[cls.id].percentiles()
+            for lowest, value, highest in zip(low, exact, high, strict=True):
+                assert (
+                    (lowest, highest) == (None, None)
+                    if value is None
+                    else (lowest is not None and highest is not None and lowest <= value <= highest)
+                ), (cls.id, low, exact, high)
+    parts = [bulk["db1"], bulk["db2"]]
     for figures, report in (
         (parts[0], store.report(since, until, host="db1")),
         (parts[1], store.report(since, until, host="db2")),
@@ -108,6 +128,13 @@ def test_figures_are_the_merged_reports(store: SqlStore) -> None:
     store.roll_up(now=UNTIL)  # whole days from their roll-ups
     for since, until in windows:
         check(store, since, until)
+    # a bucket written late makes db1's day stale (read from its hours), db2's stays fresh
+    late = UNTIL - timedelta(hours=50)
+    document = full_document(digest_bytes(hour_log(late, 3), DigestOptions(host="db1")))
+    store.write("db1", f"{late:%Y-%m-%d %H:%M:%S}", json.loads(json.dumps(document, default=list)))
+    for since, until in windows:
+        check(store, since, until)
+    store.roll_up(now=UNTIL)
     store.retain(now=UNTIL, hourly_days=2)  # older days' buckets dropped
     for since, until in windows:
         check(store, since, until)
