@@ -512,16 +512,23 @@ def _fleet(
 def prepare(read: StateReader, spans: list[tuple[Figures, Figures]], rules: Rules) -> None:
     """Read in batches what :func:`judge` will ask of (baseline, window) pairs: the rows of
     the window's classes past the count floor that may have slowed (largest event at least
-    ``min_time``), then the baseline's rows of those whose window p95 or p99 could have
-    risen, and the worst states (plans) of the window's classes past the count floor.
-    Judging is the same without it, one round trip per class slower."""
+    ``min_time``; new, or with a baseline past the floor too), then the baseline's rows of
+    those whose window p95 or p99 could have risen, and the worst states (plans) of the
+    window's classes past the count floor. Judging is the same without it, one round trip
+    per class slower."""
     counted = [
         (cls, before.by_id.get(cls.id))
         for before, window in spans
         for cls in window.classes
         if cls.count >= rules.min_count and cls.id
     ]
-    slow = [(cls, was) for cls, was in counted if cls.qt_max >= rules.min_time * 1_000_000]
+    slow = [
+        (cls, was)
+        for cls, was in counted
+        if cls.qt_max >= rules.min_time * 1_000_000
+        # new (a finding), or a baseline past the floor (a percentile finding possible)
+        and (was is None or was.count == 0 or was.count >= rules.min_count)
+    ]
     load(cls for cls, _ in slow)
     load(
         was
