@@ -33,7 +33,7 @@ def server_cpu(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(label: str, argv: list[str], pid: int | None) -> None:
+def run(label: str, argv: list[str], pid: int | None, out: Path | None) -> None:
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     server = server_cpu(pid)
@@ -44,6 +44,11 @@ def run(label: str, argv: list[str], pid: int | None) -> None:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     server = server_cpu(pid) - server
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (
+            out / f"{'-'.join(argv[3:4] + [w.strip('*') for w in argv[4:] if w[:2] != '--'])}.txt"
+        ).write_bytes(result.stdout)
     print(
         f"{label}: {wall:.1f} s wall at load {load:.1f}, {cpu:.1f} CPU-s govern"
         + (f" + {server:.1f} CPU-s mariadbd" if pid else "")
@@ -58,6 +63,7 @@ def main() -> int:
     parser.add_argument("--server-dir", help="a tests/harness.py server's dir: its CPU too")
     parser.add_argument("--days", help="FIRST:END whole days for --since/--until (END excluded)")
     parser.add_argument("--glob", default="db0*")
+    parser.add_argument("--out", type=Path, help="a folder to keep each command's output in")
     parser.add_argument("--since", default="7d", help="the report's --since (a duration)")
     parser.add_argument(
         "--only", help="comma-separated labels to run (digest, glob, days, days-glob, regressions)"
@@ -91,7 +97,7 @@ def main() -> int:
     )
     for key, label, argv in plan:
         if wanted is None or key in wanted:
-            run(label, argv, pid)
+            run(label, argv, pid, args.out)
     return 0
 
 
