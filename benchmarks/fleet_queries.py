@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -46,9 +47,7 @@ def run(label: str, argv: list[str], pid: int | None, out: Path | None) -> None:
     server = server_cpu(pid) - server
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        (
-            out / f"{'-'.join(argv[3:4] + [w.strip('*') for w in argv[4:] if w[:2] != '--'])}.txt"
-        ).write_bytes(result.stdout)
+        (out / (re.sub(r"[^\w.-]+", "_", label) + ".txt")).write_bytes(result.stdout)
     print(
         f"{label}: {wall:.1f} s wall at load {load:.1f}, {cpu:.1f} CPU-s govern"
         + (f" + {server:.1f} CPU-s mariadbd" if pid else "")
