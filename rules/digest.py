@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from govern.digest.classes import ClassDocuments
+from govern.digest.columns import TRUNCATED
 from govern.rules.base import Context
 from govern.rules.config import ConfigFinder, RulesConfig
 from govern.rules.engine import build_ruleset, check_statement
-from govern.rules.evidence import DigestEvidence, class_documents
+from govern.rules.evidence import DigestEvidence
 from govern.rules.model import Finding, Severity
+from govern.rules.screen import Screen
 from govern.rules.sql.statement import Statement
 from govern.rules.target import parse_target
 
@@ -119,14 +121,17 @@ def check_document(
 ) -> DigestRulesReport:
     """Run the catalog over every class of a ``govern.digest`` document.
 
-    The classes are read twice (the digest-wide evidence, then each class's rules),
-    one class document at a time: lazy classes are never all built at once."""
+    Every class is screened at once (govern/rules/screen.py); only the classes a rule
+    can fire on, and those the digest-wide evidence needs, are read, one class document
+    at a time: lazy classes are never all built at once."""
     options = options or DigestRuleOptions()
     config = ConfigFinder(options.config).for_path(None)
     target_name = options.target or config.target
     where = "--target" if options.target else f"{config.label}: target"
     target = parse_target(target_name, where) if target_name else None
-    evidence = DigestEvidence(document)
+    classes: ClassDocuments = document["classes"]
+    screen = Screen.of(classes)
+    evidence = DigestEvidence(document, screen)
     ruleset = build_ruleset(
         config,
         has_target=target is not None,
@@ -137,8 +142,11 @@ def check_document(
     )
     ctx = Context(target, target_name, digest=evidence)
     by_class: dict[str, list[Finding]] = {}
-    suppressed = truncated = 0
-    for item in class_documents(document):
+    suppressed = 0
+    truncated = sum(1 for flag in screen.columns.flags if flag & TRUNCATED)
+    # Only the classes some rule can fire on are read (govern/rules/screen.py).
+    for position in screen.candidates(ruleset.statement_rules(), ctx):
+        item = classes.view_at(position)
         sample = item.get("sample")
         if not sample:
             continue
@@ -146,7 +154,6 @@ def check_document(
         result = check_statement(subject, ruleset, ctx, config)
         findings = result.findings
         if sample.get("truncated"):
-            truncated += 1
             findings = [f for f in findings if f.rule_id not in _NEEDS_WHOLE_TEXT]
         for finding in findings:
             # Samples change from log to log; the class does not: keep baselines stable.

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from govern import sketch, units
 from govern.digest.classes import ClassDocuments
+from govern.digest.columns import SAMPLED, ClassColumns
+from govern.digest.tables import WRITE_VERBS as _TABLE_WRITE_VERBS
+from govern.digest.tables import tables
+from govern.fingerprint import decode
+from govern.rules.screen import Screen
 
 WRITE_VERBS = ("insert", "replace", "update", "delete")
 #: A log whose fastest statement took this long or more was cut by long_query_time.
@@ -24,6 +30,11 @@ FULL_LOG_FASTEST = 0.001
 _SEQUENCE_FILTERS = ("db", "fingerprint", "id")
 _FILTER_KEY = re.compile(r"^\s*([a-z]+)\s*(?:!=|=|~)")
 MICRO = 1_000_000
+#: Where a write verb of govern/digest/tables.py starts in the lowered fingerprints
+#: (overlapping: the fingerprints are joined; each is then checked at its start).
+_WRITE_WORD = re.compile(
+    rb"(?=insert|replace|update|delete|alter|truncate|drop|create|rename|load)"
+)
 
 
 def class_documents(document: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
@@ -226,24 +237,27 @@ class _WritePoint:
 class DigestEvidence:
     """Facts about the whole digest that a class's own figures cannot give.
 
-    Read in one pass over the document's classes, each class document dropped once
-    read: what is kept per class is, for the write classes the overhead fits can use, a
-    :class:`_WritePoint`, and the calls that read each table (fingerprints by query ID are
-    looked up in the digest's classes).
+    Read from the classes' columns (:class:`govern.rules.screen.Screen`): only the
+    classes whose fingerprint starts with a write verb are read as documents, each
+    dropped once read (what is kept per class is, for the write classes the overhead fits
+    can use, a :class:`_WritePoint`); of the others, only those whose fingerprint names a
+    written table are read, as a fingerprint and calls, for the reads of that table.
+    Fingerprints by query ID are looked up in the digest's classes.
     """
 
-    def __init__(self, document: Mapping[str, Any]) -> None:
+    def __init__(self, document: Mapping[str, Any], screen: Screen | None = None) -> None:
         self.window_seconds: float | None = (document.get("window") or {}).get("seconds")
         self._classes: ClassDocuments = document["classes"]
+        screen = screen or Screen.of(self._classes)
         self.tables: dict[str, TableTraffic] = {}
         reads: dict[str, int] = {}
         self._writes: list[_WritePoint] = []
         table_sets: dict[frozenset[str], frozenset[str]] = {}
-        sampled = False
-        for item in class_documents(document):
-            facts = ClassFacts(item)
+        sampled = any(flag & SAMPLED for flag in screen.columns.flags)
+        writers = _writers(screen.columns)
+        for position in writers:
+            facts = ClassFacts(self._classes.view_at(position))
             _add_traffic(self.tables, reads, facts)
-            sampled = sampled or _sampled(item)
             if not facts.is_write:
                 continue
             point = _median_point(facts)
@@ -251,6 +265,7 @@ class DigestEvidence:
                 written = frozenset(table_key(t) for t in facts.tables_written)
                 written = table_sets.setdefault(written, written)
                 self._writes.append(_WritePoint(_write_kind(facts), written, point))
+        _add_reads(reads, screen.columns, set(self.tables), set(writers))
         for key, table in self.tables.items():
             table.reads = reads.get(key, 0)
         self.full_log, self.full_log_reason = _completeness(document, sampled)
@@ -291,6 +306,57 @@ class DigestEvidence:
                 calls = sum(weight for _, _, weight in points)
                 return Overhead(line[0], line[1], calls, len(points), scope)
         return None
+
+
+def _fingerprint_at(columns: ClassColumns, position: int) -> bytes:
+    ends = columns.fingerprint_ends
+    return columns.fingerprints[ends[position - 1] if position else 0 : ends[position]]
+
+
+def _writers(columns: ClassColumns) -> list[int]:
+    """Classes that may write a table (govern/digest/tables.py reads written tables only
+    after these verbs) or whose fingerprint is not ASCII, in order."""
+    found: set[int] = set()
+    ends = columns.fingerprint_ends
+    for match in _WRITE_WORD.finditer(columns.fingerprints.lower()):
+        position = bisect_right(ends, match.start())
+        if position in found:
+            continue
+        text = decode(_fingerprint_at(columns, position)).strip().lower()
+        if text.split(" ", 1)[0] in _TABLE_WRITE_VERBS:
+            found.add(position)
+    if not columns.fingerprints.isascii():
+        found |= {
+            position
+            for position in range(len(ends))
+            if not _fingerprint_at(columns, position).isascii()
+        }
+    return sorted(found)
+
+
+def _add_reads(
+    reads: dict[str, int], columns: ClassColumns, written: set[str], done: set[int]
+) -> None:
+    """Count the calls of the classes (not in ``done``) that read a written table: only
+    fingerprints holding a written table's name are read (the name is part of the
+    fingerprint, lower case), each by govern/digest/tables.py as before."""
+    names = sorted((key for key in written if key.strip("?")), key=len, reverse=True)
+    if not names:
+        return
+    alternatives = b"|".join(re.escape(name.encode("utf-8", "surrogatepass")) for name in names)
+    pattern = re.compile(b"(?=" + alternatives + b")")  # overlapping: fingerprints are joined
+    lowered = columns.fingerprints.lower()
+    ends = columns.fingerprint_ends
+    seen: set[int] = set()
+    for match in pattern.finditer(lowered):
+        seen.add(bisect_right(ends, match.start()))
+    if not columns.fingerprints.isascii():
+        seen |= {p for p in range(len(ends)) if not _fingerprint_at(columns, p).isascii()}
+    for position in sorted(seen - done):
+        for name in tables(decode(_fingerprint_at(columns, position)))["read"]:
+            key = table_key(name)
+            if key.strip("?"):
+                reads[key] = reads.get(key, 0) + columns.counts[position]
 
 
 def _median_point(facts: ClassFacts) -> tuple[float, float, int] | None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from govern.digest.aggregate import ClassAgg, Malformed
+from govern.digest.columns import ClassColumns
 from govern.digest.ordering import ClassKey
 
 
@@ -79,6 +80,13 @@ class ClassSource(Protocol):
         source writes it itself (the native core), else None (then it is built)."""
         ...
 
+    def rule_columns(
+        self, keys: Sequence[ClassKey], words: Sequence[str], max_depth: int, metrics: Sequence[str]
+    ) -> ClassColumns:
+        """The classes of ``keys`` as the digest rules' screens read them; ``words`` and
+        ``max_depth`` are META001's (statement words, deepest brackets) for the PLAIN flag."""
+        ...
+
 
 #: Finds the findings (as JSON) of a class by its query ID.
 FindingsLookup = Callable[[str], list[dict[str, Any]]]
@@ -97,4 +105,12 @@ class ClassDocuments(Protocol):
 
     def attach_findings(self, lookup: FindingsLookup) -> None:
         """Give each class document its ``findings`` (now, or as it is built)."""
+        ...
+
+    def view_at(self, position: int) -> Mapping[str, Any]:
+        """The class at ``position`` (in ``views()`` order), as ``views()`` gives it."""
+        ...
+
+    def columns(self, words: Sequence[str], max_depth: int, metrics: Sequence[str]) -> ClassColumns:
+        """Every class, in ``views()`` order, as the digest rules' screens read them."""
         ...

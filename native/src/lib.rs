@@ -24,7 +24,8 @@
 //! - `filemap`: files mapped read-only, the only memory whose pages are dropped;
 //! - `range`: the digester: one byte range digested as the Python engine does;
 //! - `hashes`: CRC-32 and splitmix64 for those aggregates;
-//! - `total`: ranges merged in input order into the digest `govern digest` reports.
+//! - `total`: ranges merged in input order into the digest `govern digest` reports;
+//! - `screen`: what the digest rules' screens learn of a sample without Python's lexer.
 //!
 //! The runner (govern/digest/runner.py, native_total.py) cuts the input at record
 //! boundaries, digests ranges on threads with the GIL released, and hands them to a
@@ -42,6 +43,7 @@ pub mod number;
 pub mod perl;
 pub mod range;
 pub mod records;
+pub mod screen;
 pub mod sketch;
 pub mod slowlog;
 pub mod time;

@@ -1,0 +1,107 @@
+"""Which classes of a digest a rule can fire on at all, decided for every class at once.
+
+Reading a class in Python (its figures, its sample lexed into a ``Statement``) costs
+tens of microseconds; 200,000 classes cost seconds. So before the rules read any
+class, each rule names the classes it *can* fire on (:meth:`Rule.digest_screen`) from
+:class:`Screen`: byte tests over all samples joined (``SQL_CACHE`` anywhere, in any
+case), calls, the largest logged value of a metric, the core's flags (a sample whose
+brackets balance and whose strings close, native/src/screen.rs). A screen is a
+necessary condition, never a guess: a class outside every rule's screen has no
+finding, so only the union is read, and findings are byte-identical. A sample with a
+byte above 127 or a ``govern:`` comment is read whatever the screens say (Unicode
+case folding, suppression comments).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from govern.digest.classes import ClassDocuments
+from govern.digest.columns import PLAIN, ROWS_TOUCHED, ClassColumns
+
+if TYPE_CHECKING:
+    from govern.rules.base import Context, Rule
+
+#: Metrics whose largest value a screen may ask for (BATCH002, BATCH003).
+METRICS = ("Query_length", "Values_rows")
+#: Largest values are compared with this slack (figures are rounded micro-units).
+_SLACK = 1.0
+
+
+class Screen:
+    """The classes of one digest, in ``views()`` order, as the screens test them."""
+
+    def __init__(self, columns: ClassColumns) -> None:
+        self.columns = columns
+        self.size = len(columns.counts)
+        self._upper = columns.samples.upper()
+        self.always = self._non_ascii() | self.containing(b"GOVERN:")
+
+    @classmethod
+    def of(cls, classes: ClassDocuments) -> Screen:
+        from govern.rules.catalog.meta001 import MAX_DEPTH
+        from govern.rules.catalog.parsing import STATEMENT_WORDS
+
+        return cls(classes.columns(sorted(STATEMENT_WORDS), MAX_DEPTH, METRICS))
+
+    def _non_ascii(self) -> set[int]:
+        if self.columns.samples.isascii():
+            return set()
+        ends = self.columns.sample_ends
+        found: set[int] = set()
+        start = 0
+        for position, end in enumerate(ends):
+            if not self.columns.samples[start:end].isascii():
+                found.add(position)
+            start = end
+        return found
+
+    def containing(self, *needles: bytes) -> set[int]:
+        """Classes whose sample holds one of ``needles`` (upper-case ASCII), in any case."""
+        text, ends = self._upper, self.columns.sample_ends
+        found: set[int] = set()
+        for needle in needles:
+            at = text.find(needle)
+            while at >= 0:
+                position = bisect_right(ends, at)
+                if at + len(needle) <= ends[position]:
+                    found.add(position)
+                    at = text.find(needle, ends[position])
+                else:  # straddles two samples
+                    at = text.find(needle, at + 1)
+        return found
+
+    def calls_at_least(self, calls: int) -> set[int]:
+        return {i for i, count in enumerate(self.columns.counts) if count >= calls}
+
+    def longer_than(self, size: float) -> set[int]:
+        """Classes whose sample has more than ``size`` bytes."""
+        found, start = set(), 0
+        for position, end in enumerate(self.columns.sample_ends):
+            if end - start > size:
+                found.add(position)
+            start = end
+        return found
+
+    def logged_above(self, metric: str, bound: float) -> set[int]:
+        """Classes whose largest ``metric`` (in its figures' units) may exceed ``bound``."""
+        limit = (bound - _SLACK) * 1_000_000
+        return {i for i, high in enumerate(self.columns.maxes[metric]) if high > limit}
+
+    def not_plain_or_untouched(self) -> set[int]:
+        """Classes whose sample Python must lex for META001, or whose SQL the server may not
+        have parsed (no row examined, sent or changed)."""
+        both = PLAIN | ROWS_TOUCHED
+        return {i for i, flag in enumerate(self.columns.flags) if flag & both != both}
+
+    def candidates(self, rules: Iterable[Rule], ctx: Context) -> Sequence[int]:
+        """The classes some rule of ``rules`` can fire on, in order."""
+        found = set(self.always)
+        for rule in rules:
+            screened = rule.digest_screen(self, ctx)
+            if screened is None:
+                return range(self.size)
+            found |= screened
+        return sorted(found)
