@@ -15,7 +15,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from govern import sketch, units
+from govern import native, sketch, units
 from govern.digest.classes import ClassDocuments
 from govern.digest.columns import SAMPLED, ClassColumns
 from govern.digest.tables import WRITE_VERBS as _TABLE_WRITE_VERBS
@@ -32,9 +32,15 @@ _FILTER_KEY = re.compile(r"^\s*([a-z]+)\s*(?:!=|=|~)")
 MICRO = 1_000_000
 #: Where a write verb of govern/digest/tables.py starts in the lowered fingerprints
 #: (overlapping: the fingerprints are joined; each is then checked at its start).
-_WRITE_WORD = re.compile(
-    rb"(?=insert|replace|update|delete|alter|truncate|drop|create|rename|load)"
+#: The first table name after FROM/JOIN, as govern/digest/tables.py's _READ reads it (its
+#: ``\b`` is tested apart: a pattern starting with a word is searched much faster), and
+#: whether a list (a comma) follows.
+_FIRST_READ = re.compile(
+    r"(?:from|join)\s+((?:`[^`]+`|[a-z0-9_$?]+)(?:\.(?:`[^`]+`|[a-z0-9_$?]+))?)(\s*,)?"
 )
+#: A write verb of govern/digest/tables.py in the lowered fingerprints (each match is then
+#: checked at its fingerprint's start).
+_WRITE_WORD = re.compile(rb"insert|replace|update|delete|alter|truncate|drop|create|rename|load")
 
 
 def class_documents(document: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
@@ -319,12 +325,14 @@ def _writers(columns: ClassColumns) -> list[int]:
     found: set[int] = set()
     ends = columns.fingerprint_ends
     for match in _WRITE_WORD.finditer(columns.fingerprints.lower()):
-        position = bisect_right(ends, match.start())
-        if position in found:
-            continue
-        text = decode(_fingerprint_at(columns, position)).strip().lower()
-        if text.split(" ", 1)[0] in _TABLE_WRITE_VERBS:
-            found.add(position)
+        # A match may run into the next fingerprint (the joined "…loa" + "delete …"):
+        # the fingerprints at both of its ends are checked.
+        for position in {bisect_right(ends, match.start()), bisect_right(ends, match.end() - 1)}:
+            if position in found:
+                continue
+            text = decode(_fingerprint_at(columns, position)).strip().lower()
+            if text.split(" ", 1)[0] in _TABLE_WRITE_VERBS:
+                found.add(position)
     if not columns.fingerprints.isascii():
         found |= {
             position
@@ -337,26 +345,46 @@ def _writers(columns: ClassColumns) -> list[int]:
 def _add_reads(
     reads: dict[str, int], columns: ClassColumns, written: set[str], done: set[int]
 ) -> None:
-    """Count the calls of the classes (not in ``done``) that read a written table: only
-    fingerprints holding a written table's name are read (the name is part of the
-    fingerprint, lower case), each by govern/digest/tables.py as before."""
-    names = sorted((key for key in written if key.strip("?")), key=len, reverse=True)
-    if not names:
+    """Count the calls of the classes (not in ``done``) that read a written table. Only
+    fingerprints that may name one are read by govern/digest/tables.py as before: the
+    core tests every fingerprint at once (native/src/screen.rs), else :func:`_naming`."""
+    if not any(key.strip("?") for key in written):
         return
-    alternatives = b"|".join(re.escape(name.encode("utf-8", "surrogatepass")) for name in names)
-    pattern = re.compile(b"(?=" + alternatives + b")")  # overlapping: fingerprints are joined
-    lowered = columns.fingerprints.lower()
     ends = columns.fingerprint_ends
-    seen: set[int] = set()
-    for match in pattern.finditer(lowered):
-        seen.add(bisect_right(ends, match.start()))
-    if not columns.fingerprints.isascii():
-        seen |= {p for p in range(len(ends)) if not _fingerprint_at(columns, p).isascii()}
+    named = native.fingerprints_naming(columns.fingerprints, ends, sorted(written))
+    seen = _naming(columns, written) if named is None else set(named)
     for position in sorted(seen - done):
+        if position >= len(ends):
+            continue
         for name in tables(decode(_fingerprint_at(columns, position)))["read"]:
             key = table_key(name)
             if key.strip("?"):
                 reads[key] = reads.get(key, 0) + columns.counts[position]
+
+
+def _naming(columns: ClassColumns, written: set[str]) -> set[int]:
+    """Without the core: the fingerprints whose first name after FROM/JOIN is written,
+    followed by a list, quoted, runs into the next fingerprint, or that are not ASCII."""
+    ends = columns.fingerprint_ends
+    seen: set[int] = set()
+    text = columns.fingerprints.lower().decode("latin-1")  # offsets stay the bytes'
+    search = _FIRST_READ.search
+    match = search(text)
+    while match is not None:
+        start = match.start()
+        before = text[start - 1] if start else " "
+        if before.isalnum() or before == "_":  # no \b: go on from the next character
+            match = search(text, start + 1)
+            continue
+        name, more = match.group(1, 2)
+        first, last = bisect_right(ends, start), bisect_right(ends, match.end() - 1)
+        # A match that runs into the next fingerprint (they are joined) is read whole.
+        if more or "`" in name or first != last or table_key(name) in written:
+            seen.update((first, last))
+        match = search(text, match.end())
+    if not columns.fingerprints.isascii():
+        seen |= {p for p in range(len(ends)) if not _fingerprint_at(columns, p).isascii()}
+    return seen
 
 
 def _median_point(facts: ClassFacts) -> tuple[float, float, int] | None:

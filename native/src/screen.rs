@@ -9,6 +9,8 @@
 //! `%(name)s` placeholders, backslashes outside strings, control bytes, non-ASCII
 //! bytes) answers `false`, and Python lexes the sample as before.
 
+use std::collections::HashSet;
+
 /// Is `query` plainly free of what META001's lexical checks report? `words` are the
 /// statement words (upper case, sorted) a statement may start with.
 pub fn lexically_plain(query: &[u8], words: &[Vec<u8>], max_depth: usize) -> bool {
@@ -76,6 +78,29 @@ pub fn lexically_plain(query: &[u8], words: &[Vec<u8>], max_depth: usize) -> boo
     depth == 0
 }
 
+/// Does `fingerprint` hold one of `keys` (lower case) as a whole name, `[a-z0-9_$?]+`
+/// between other bytes, in any case? Also true for a fingerprint with a quoted name
+/// (`` ` ``), a control byte or a byte above 127, which govern/digest/tables.py may read
+/// otherwise: the digest evidence reads those fingerprints in Python.
+pub fn names_one_of(fingerprint: &[u8], keys: &HashSet<Vec<u8>>) -> bool {
+    let name = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'?');
+    let mut word: Vec<u8> = Vec::new();
+    for &b in fingerprint {
+        if b == b'`' || b < 0x20 || b >= 0x80 {
+            return true;
+        }
+        if name(b) {
+            word.push(b.to_ascii_lowercase());
+        } else if !word.is_empty() {
+            if keys.contains(&word) {
+                return true;
+            }
+            word.clear();
+        }
+    }
+    !word.is_empty() && keys.contains(&word)
+}
+
 /// Just past the string or quoted name opened at `start` (a doubled quote goes on;
 /// in strings a backslash escapes the next byte), or None if it never closes or
 /// holds a non-ASCII byte.
@@ -103,7 +128,18 @@ fn closing(q: &[u8], start: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::lexically_plain;
+    use super::{lexically_plain, names_one_of};
+    use std::collections::HashSet;
+
+    #[test]
+    fn names() {
+        let keys: HashSet<Vec<u8>> = [b"orders".to_vec(), b"t".to_vec()].into_iter().collect();
+        assert!(names_one_of(b"select * from shop.orders where id=?", &keys));
+        assert!(names_one_of(b"select a from t", &keys));
+        assert!(names_one_of(b"select a from `x`", &keys));
+        assert!(!names_one_of(b"select a from orders_? where t_id=?", &keys));
+        assert!(!names_one_of(b"select note from tt", &keys));
+    }
 
     fn plain(q: &str) -> bool {
         let mut words: Vec<Vec<u8>> = ["SELECT", "INSERT", "WITH"].iter().map(|w| w.as_bytes().to_vec()).collect();

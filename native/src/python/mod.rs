@@ -456,9 +456,32 @@ fn num_stats(c: &crate::class::Class, id: Option<u32>) -> Option<&crate::aggrega
     id.and_then(|i| c.nums.get(i as usize)).filter(|s| s.count() > 0)
 }
 
+/// The fingerprints (joined, each ending where `ends` says: native u64) that name one
+/// of `keys` (`crate::screen::names_one_of`), as indexes (native u32).
+#[pyfunction]
+fn fingerprints_naming<'py>(
+    py: Python<'py>,
+    fingerprints: &[u8],
+    ends: &[u8],
+    keys: Vec<Vec<u8>>,
+) -> Bound<'py, PyBytes> {
+    let keys: std::collections::HashSet<Vec<u8>> = keys.into_iter().collect();
+    let mut found: Vec<u8> = Vec::new();
+    let mut start = 0usize;
+    for (index, chunk) in ends.chunks_exact(8).enumerate() {
+        let end = (u64::from_ne_bytes(chunk.try_into().expect("8 bytes")) as usize).min(fingerprints.len());
+        if crate::screen::names_one_of(&fingerprints[start.min(end)..end], &keys) {
+            found.extend_from_slice(&(index as u32).to_ne_bytes());
+        }
+        start = end;
+    }
+    PyBytes::new(py, &found)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(range_handle, m)?)?;
+    m.add_function(wrap_pyfunction!(fingerprints_naming, m)?)?;
     m.add_class::<Range>()?;
     m.add_class::<PyTotal>()?;
     m.add_class::<PyFileMap>()?;
