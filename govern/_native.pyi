@@ -115,7 +115,12 @@ class Total:
         sources: list[str | None],
     ) -> list[str | None]: ...
     def rule_columns(
-        self, indexes: bytes, words: list[bytes], max_depth: int, metrics: list[bytes]
+        self,
+        indexes: bytes,
+        words: list[bytes],
+        max_depth: int,
+        metrics: list[bytes],
+        verbs: list[bytes],
     ) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, list[bytes]]: ...
     def class_at(self, index: int) -> ClassFigures: ...
     def other(self) -> ClassFigures | None: ...

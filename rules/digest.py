@@ -113,7 +113,8 @@ class DigestRulesReport:
 
     def findings_json(self, class_id: str) -> list[dict[str, Any]]:
         """A class's findings as its document lists them."""
-        return [f.to_json() for f in self.by_class.get(class_id, [])]
+        found = self.by_class.get(class_id)
+        return [f.to_json() for f in found] if found else []
 
 
 def check_document(
@@ -143,7 +144,7 @@ def check_document(
     ctx = Context(target, target_name, digest=evidence)
     by_class: dict[str, list[Finding]] = {}
     suppressed = 0
-    truncated = sum(1 for flag in screen.columns.flags if flag & TRUNCATED)
+    truncated = screen.count_flagged(TRUNCATED)
     # Only the classes some rule can fire on are read (govern/rules/screen.py).
     for position in screen.candidates(ruleset.statement_rules(), ctx):
         item = classes.view_at(position)

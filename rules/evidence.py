@@ -17,7 +17,7 @@ from typing import Any
 
 from govern import native, sketch, units
 from govern.digest.classes import ClassDocuments
-from govern.digest.columns import SAMPLED, ClassColumns
+from govern.digest.columns import MAY_WRITE, SAMPLED, ClassColumns
 from govern.digest.tables import WRITE_VERBS as _TABLE_WRITE_VERBS
 from govern.digest.tables import tables
 from govern.fingerprint import decode
@@ -38,9 +38,6 @@ MICRO = 1_000_000
 _FIRST_READ = re.compile(
     r"(?:from|join)\s+((?:`[^`]+`|[a-z0-9_$?]+)(?:\.(?:`[^`]+`|[a-z0-9_$?]+))?)(\s*,)?"
 )
-#: A write verb of govern/digest/tables.py in the lowered fingerprints (each match is then
-#: checked at its fingerprint's start).
-_WRITE_WORD = re.compile(rb"insert|replace|update|delete|alter|truncate|drop|create|rename|load")
 
 
 def class_documents(document: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
@@ -259,8 +256,8 @@ class DigestEvidence:
         reads: dict[str, int] = {}
         self._writes: list[_WritePoint] = []
         table_sets: dict[frozenset[str], frozenset[str]] = {}
-        sampled = any(flag & SAMPLED for flag in screen.columns.flags)
-        writers = _writers(screen.columns)
+        sampled = screen.count_flagged(SAMPLED) > 0
+        writers = _writers(screen)
         for position in writers:
             facts = ClassFacts(self._classes.view_at(position))
             _add_traffic(self.tables, reads, facts)
@@ -319,27 +316,16 @@ def _fingerprint_at(columns: ClassColumns, position: int) -> bytes:
     return columns.fingerprints[ends[position - 1] if position else 0 : ends[position]]
 
 
-def _writers(columns: ClassColumns) -> list[int]:
-    """Classes that may write a table (govern/digest/tables.py reads written tables only
-    after these verbs) or whose fingerprint is not ASCII, in order."""
-    found: set[int] = set()
-    ends = columns.fingerprint_ends
-    for match in _WRITE_WORD.finditer(columns.fingerprints.lower()):
-        # A match may run into the next fingerprint (the joined "…loa" + "delete …"):
-        # the fingerprints at both of its ends are checked.
-        for position in {bisect_right(ends, match.start()), bisect_right(ends, match.end() - 1)}:
-            if position in found:
-                continue
-            text = decode(_fingerprint_at(columns, position)).strip().lower()
-            if text.split(" ", 1)[0] in _TABLE_WRITE_VERBS:
-                found.add(position)
-    if not columns.fingerprints.isascii():
-        found |= {
-            position
-            for position in range(len(ends))
-            if not _fingerprint_at(columns, position).isascii()
-        }
-    return sorted(found)
+def _writers(screen: Screen) -> list[int]:
+    """Classes that write a table (govern/digest/tables.py reads written tables only after
+    these verbs), or whose fingerprint is not ASCII, in order: the MAY_WRITE flag, then
+    each checked as tables.py reads its verb."""
+    found = []
+    for position in sorted(screen.flagged(MAY_WRITE, MAY_WRITE)):
+        text = decode(_fingerprint_at(screen.columns, position)).strip().lower()
+        if text.split(" ", 1)[0] in _TABLE_WRITE_VERBS or not text.isascii():
+            found.append(position)
+    return found
 
 
 def _add_reads(

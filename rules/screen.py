@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from govern.digest.classes import ClassDocuments
 from govern.digest.columns import PLAIN, ROWS_TOUCHED, ClassColumns
+from govern.digest.tables import WRITE_VERBS
 
 if TYPE_CHECKING:
     from govern.rules.base import Context, Rule
@@ -37,14 +38,33 @@ class Screen:
         self.columns = columns
         self.size = len(columns.counts)
         self._upper = columns.samples.upper()
+        self._lengths: list[int] | None = None
+        self._called: list[int] | None = None
         self.always = self._non_ascii() | self.containing(b"GOVERN:")
+
+    def flagged(self, mask: int, value: int) -> set[int]:
+        """Classes whose flags (govern/digest/columns.py) have ``flags & mask == value``:
+        the flag bytes are mapped to 0/1 and the ones found in C."""
+        table = bytes(1 if flag & mask == value else 0 for flag in range(256))
+        marked = self.columns.flags.translate(table)
+        found, at = set(), marked.find(1)
+        while at >= 0:
+            found.add(at)
+            at = marked.find(1, at + 1)
+        return found
+
+    def count_flagged(self, mask: int) -> int:
+        """Classes with any flag of ``mask``."""
+        table = bytes(1 if flag & mask else 0 for flag in range(256))
+        return self.columns.flags.translate(table).count(1)
 
     @classmethod
     def of(cls, classes: ClassDocuments) -> Screen:
         from govern.rules.catalog.meta001 import MAX_DEPTH
         from govern.rules.catalog.parsing import STATEMENT_WORDS
 
-        return cls(classes.columns(sorted(STATEMENT_WORDS), MAX_DEPTH, METRICS))
+        columns = classes.columns(sorted(STATEMENT_WORDS), MAX_DEPTH, METRICS, WRITE_VERBS)
+        return cls(columns)
 
     def _non_ascii(self) -> set[int]:
         if self.columns.samples.isascii():
@@ -74,27 +94,39 @@ class Screen:
         return found
 
     def calls_at_least(self, calls: int) -> set[int]:
-        return {i for i, count in enumerate(self.columns.counts) if count >= calls}
+        if calls <= 1:
+            return set(range(self.size))
+        called = self._called
+        if called is None:  # most classes of a large digest ran once: skip them for good
+            called = self._called = [i for i, n in enumerate(self.columns.counts) if n > 1]
+        counts = self.columns.counts
+        return {i for i in called if counts[i] >= calls}
 
     def longer_than(self, size: float) -> set[int]:
         """Classes whose sample has more than ``size`` bytes."""
-        found, start = set(), 0
-        for position, end in enumerate(self.columns.sample_ends):
-            if end - start > size:
-                found.add(position)
-            start = end
-        return found
+        lengths = self._lengths
+        if lengths is None:
+            ends = self.columns.sample_ends
+            lengths = self._lengths = [
+                end - start for start, end in zip((0, *ends), ends, strict=False)
+            ]
+        if not lengths or max(lengths) <= size:
+            return set()
+        return {i for i, length in enumerate(lengths) if length > size}
 
     def logged_above(self, metric: str, bound: float) -> set[int]:
         """Classes whose largest ``metric`` (in its figures' units) may exceed ``bound``."""
         limit = (bound - _SLACK) * 1_000_000
-        return {i for i, high in enumerate(self.columns.maxes[metric]) if high > limit}
+        highs = self.columns.maxes[metric]
+        if not highs or max(highs) <= limit:
+            return set()
+        return {i for i, high in enumerate(highs) if high > limit}
 
     def not_plain_or_untouched(self) -> set[int]:
         """Classes whose sample Python must lex for META001, or whose SQL the server may not
         have parsed (no row examined, sent or changed)."""
         both = PLAIN | ROWS_TOUCHED
-        return {i for i, flag in enumerate(self.columns.flags) if flag & both != both}
+        return set(range(self.size)) - self.flagged(both, both)
 
     def candidates(self, rules: Iterable[Rule], ctx: Context) -> Sequence[int]:
         """The classes some rule of ``rules`` can fire on, in order."""

@@ -399,11 +399,17 @@ class Partial:
         return itertools.repeat(None, len(keys))
 
     def rule_columns(
-        self, keys: Sequence[ClassKey], words: Sequence[str], max_depth: int, metrics: Sequence[str]
+        self,
+        keys: Sequence[ClassKey],
+        words: Sequence[str],
+        max_depth: int,
+        metrics: Sequence[str],
+        verbs: Sequence[str],
     ) -> ClassColumns:
         """The classes of ``keys`` in columns (none marked lexically plain: Python lexes
         every sample of the Python engine's digest)."""
-        return columns_of((column_row(self.class_at(key.index), metrics) for key in keys), metrics)
+        rows = (column_row(self.class_at(key.index), metrics) for key in keys)
+        return columns_of(rows, metrics, verbs)
 
     def fingerprint_of(self, class_id: str) -> bytes | None:
         """The fingerprint of the class whose query ID is ``class_id``, if kept (the

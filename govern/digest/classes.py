@@ -81,10 +81,16 @@ class ClassSource(Protocol):
         ...
 
     def rule_columns(
-        self, keys: Sequence[ClassKey], words: Sequence[str], max_depth: int, metrics: Sequence[str]
+        self,
+        keys: Sequence[ClassKey],
+        words: Sequence[str],
+        max_depth: int,
+        metrics: Sequence[str],
+        verbs: Sequence[str],
     ) -> ClassColumns:
         """The classes of ``keys`` as the digest rules' screens read them; ``words`` and
-        ``max_depth`` are META001's (statement words, deepest brackets) for the PLAIN flag."""
+        ``max_depth`` are META001's (statement words, deepest brackets) for the PLAIN flag,
+        ``verbs`` govern/digest/tables.py's write verbs for the MAY_WRITE flag."""
         ...
 
 
@@ -111,6 +117,8 @@ class ClassDocuments(Protocol):
         """The class at ``position`` (in ``views()`` order), as ``views()`` gives it."""
         ...
 
-    def columns(self, words: Sequence[str], max_depth: int, metrics: Sequence[str]) -> ClassColumns:
+    def columns(
+        self, words: Sequence[str], max_depth: int, metrics: Sequence[str], verbs: Sequence[str]
+    ) -> ClassColumns:
         """Every class, in ``views()`` order, as the digest rules' screens read them."""
         ...

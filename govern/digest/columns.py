@@ -14,6 +14,9 @@ from dataclasses import dataclass
 #: (native/src/screen.rs: META001's lexical checks cannot fire); it was logged 1 in N
 #: (a Log_slow_rate_limit other than 0 or 1); some statement examined, sent or changed rows.
 HAS_SAMPLE, TRUNCATED, PLAIN, SAMPLED, ROWS_TOUCHED = 1, 2, 4, 8, 16
+#: … and the fingerprint may start with a write verb of govern/digest/tables.py (its verb
+#: is the first word, stripped, lower case; a fingerprint not ASCII may).
+MAY_WRITE = 32
 #: The metrics whose Rows values mean the server parsed a class's SQL (ROWS_TOUCHED).
 ROWS_METRICS = ("Rows_examined", "Rows_sent", "Rows_affected")
 
@@ -47,7 +50,16 @@ class ColumnRow:
     maxes: tuple[float, ...]
 
 
-def columns_of(rows: Iterable[ColumnRow], metrics: Sequence[str]) -> ClassColumns:
+def may_write(fingerprint: bytes, verbs: Sequence[str]) -> bool:
+    """The MAY_WRITE flag of a fingerprint (native/src/screen.rs ``may_write``)."""
+    if not fingerprint.isascii() or any(b < 0x20 for b in fingerprint):
+        return True
+    return fingerprint.lstrip().split(b" ", 1)[0].lower().decode() in verbs
+
+
+def columns_of(
+    rows: Iterable[ColumnRow], metrics: Sequence[str], verbs: Sequence[str]
+) -> ClassColumns:
     """Columns from rows built in Python; no sample is marked plain (Python lexes them all)."""
     samples, prints = bytearray(), bytearray()
     sample_ends, print_ends, counts = array("Q"), array("Q"), array("Q")
@@ -55,6 +67,7 @@ def columns_of(rows: Iterable[ColumnRow], metrics: Sequence[str]) -> ClassColumn
     maxes: dict[str, array[float]] = {name: array("d") for name in metrics}
     for row in rows:
         flag = (SAMPLED if row.sampled else 0) | (ROWS_TOUCHED if row.rows_touched else 0)
+        flag |= MAY_WRITE if may_write(row.fingerprint, verbs) else 0
         if row.sample is not None:
             flag |= HAS_SAMPLE | (TRUNCATED if row.truncated else 0)
             samples += row.sample

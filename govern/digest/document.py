@@ -384,9 +384,14 @@ class _ClassBuilder:
         return ClassView(c, self.findings)
 
     def columns(
-        self, keys: Sequence[ClassKey], words: Sequence[str], max_depth: int, metrics: Sequence[str]
+        self,
+        keys: Sequence[ClassKey],
+        words: Sequence[str],
+        max_depth: int,
+        metrics: Sequence[str],
+        verbs: Sequence[str],
     ) -> ClassColumns:
-        return self.digest.partial.rule_columns(keys, words, max_depth, metrics)
+        return self.digest.partial.rule_columns(keys, words, max_depth, metrics, verbs)
 
     def fingerprint_of(self, class_id: str) -> str | None:
         found = self.digest.partial.fingerprint_of(class_id)

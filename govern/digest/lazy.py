@@ -38,8 +38,10 @@ class ClassList(list[dict[str, Any]]):
     def view_at(self, position: int) -> Mapping[str, Any]:
         return self[position]
 
-    def columns(self, words: Sequence[str], max_depth: int, metrics: Sequence[str]) -> ClassColumns:
-        return columns_of((_document_row(item, metrics) for item in self), metrics)
+    def columns(
+        self, words: Sequence[str], max_depth: int, metrics: Sequence[str], verbs: Sequence[str]
+    ) -> ClassColumns:
+        return columns_of((_document_row(item, metrics) for item in self), metrics, verbs)
 
     @overload
     def __getitem__(self, index: SupportsIndex) -> dict[str, Any]: ...
@@ -96,7 +98,12 @@ class ClassBuilder(Protocol):
         ...
 
     def columns(
-        self, keys: Sequence[ClassKey], words: Sequence[str], max_depth: int, metrics: Sequence[str]
+        self,
+        keys: Sequence[ClassKey],
+        words: Sequence[str],
+        max_depth: int,
+        metrics: Sequence[str],
+        verbs: Sequence[str],
     ) -> ClassColumns:
         """The classes of ``keys`` as the digest rules' screens read them."""
         ...
@@ -176,8 +183,10 @@ class LazyClasses(LazyDocuments, Encoded):
     def view_at(self, position: int) -> Mapping[str, Any]:
         return self._builder.view(self._keys[position])
 
-    def columns(self, words: Sequence[str], max_depth: int, metrics: Sequence[str]) -> ClassColumns:
-        return self._builder.columns(self._keys, words, max_depth, metrics)
+    def columns(
+        self, words: Sequence[str], max_depth: int, metrics: Sequence[str], verbs: Sequence[str]
+    ) -> ClassColumns:
+        return self._builder.columns(self._keys, words, max_depth, metrics, verbs)
 
     def attach_findings(self, lookup: FindingsLookup) -> None:
         self._builder.findings = lookup

@@ -111,7 +111,12 @@ class NativePartial:
         return _class(self._total.totals())
 
     def rule_columns(
-        self, keys: Sequence[ClassKey], words: Sequence[str], max_depth: int, metrics: Sequence[str]
+        self,
+        keys: Sequence[ClassKey],
+        words: Sequence[str],
+        max_depth: int,
+        metrics: Sequence[str],
+        verbs: Sequence[str],
     ) -> ClassColumns:
         """The classes of ``keys`` in columns, filled by the core in one call."""
         indexes = keys.indexes() if isinstance(keys, Keys) else array("I", (k.index for k in keys))
@@ -120,6 +125,7 @@ class NativePartial:
             [word.encode() for word in words],
             max_depth,
             [name.encode() for name in metrics],
+            [verb.encode() for verb in verbs],
         )
         samples, sample_ends, prints, print_ends, counts, flags, maxes = found
         return ClassColumns(

@@ -101,6 +101,19 @@ pub fn names_one_of(fingerprint: &[u8], keys: &HashSet<Vec<u8>>) -> bool {
     !word.is_empty() && keys.contains(&word)
 }
 
+/// May `fingerprint` start with one of `verbs` (lower case) as govern/digest/tables.py
+/// reads its verb (leading whitespace stripped, up to the first space, any case)? Also
+/// true for a fingerprint with a control byte or a byte above 127 (Python's whitespace
+/// and case are Unicode's).
+pub fn may_write(fingerprint: &[u8], verbs: &[Vec<u8>]) -> bool {
+    if fingerprint.iter().any(|&b| b < 0x20 || b >= 0x80) {
+        return true;
+    }
+    let text = fingerprint.trim_ascii_start();
+    let verb = text.split(|&b| b == b' ').next().unwrap_or(b"");
+    verbs.iter().any(|v| verb.eq_ignore_ascii_case(v))
+}
+
 /// Just past the string or quoted name opened at `start` (a doubled quote goes on;
 /// in strings a backslash escapes the next byte), or None if it never closes or
 /// holds a non-ASCII byte.
@@ -128,8 +141,19 @@ fn closing(q: &[u8], start: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::{lexically_plain, names_one_of};
+    use super::{lexically_plain, may_write, names_one_of};
     use std::collections::HashSet;
+
+    #[test]
+    fn verbs() {
+        let verbs = vec![b"insert".to_vec(), b"update".to_vec()];
+        assert!(may_write(b"insert into t values(?+)", &verbs));
+        assert!(may_write(b"  update t set a=?", &verbs));
+        assert!(may_write(b"update", &verbs));
+        assert!(may_write(b"select \x1f", &verbs));
+        assert!(!may_write(b"select a from t for update", &verbs));
+        assert!(!may_write(b"inserted", &verbs));
+    }
 
     #[test]
     fn names() {

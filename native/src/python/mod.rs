@@ -369,7 +369,8 @@ impl PyTotal {
     /// class (1 has a sample, 2 truncated, 4 lexically plain (`crate::screen`), 8 sampled:
     /// a Log_slow_rate_limit other than 0 or 1, 16 some row examined, sent or affected);
     /// `maxes` holds, per name of `metrics`, each class's largest value (native f64,
-    /// micro-units; -1 without values). `words` are the statement words META001 knows.
+    /// micro-units; -1 without values), 32 the fingerprint may start with one of `verbs`
+    /// (`crate::screen::may_write`). `words` are the statement words META001 knows.
     #[allow(clippy::type_complexity)]
     fn rule_columns<'py>(
         &self,
@@ -378,6 +379,7 @@ impl PyTotal {
         words: Vec<Vec<u8>>,
         max_depth: usize,
         metrics: Vec<Vec<u8>>,
+        verbs: Vec<Vec<u8>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let t = &self.inner;
         let mut words = words;
@@ -389,38 +391,46 @@ impl PyTotal {
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut counts, mut flags) = (Vec::new(), Vec::new());
         let mut maxes: Vec<Vec<u8>> = vec![Vec::new(); wanted.len()];
+        let verbs: Vec<Vec<u8>> = verbs;
         for chunk in indexes.chunks_exact(4) {
             let index = u32::from_ne_bytes(chunk.try_into().expect("4 bytes")) as usize;
             let (fp, slot) = t.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
-            let c = slot.get();
-            let mut flag = 0u8;
-            if let Some(sample) = c.sample.as_deref() {
-                flag |= 1;
-                if sample.truncated {
-                    flag |= 2;
+            let fingerprint = t.fingerprints.get(*fp);
+            let count = slot.head(|count, nums, strings, sample| {
+                let stats = |id: Option<u32>| id.and_then(|i| nums.get(i as usize)).filter(|s| s.count() > 0);
+                let mut flag = 0u8;
+                if let Some(sample) = sample {
+                    flag |= 1;
+                    if sample.truncated {
+                        flag |= 2;
+                    }
+                    if crate::screen::lexically_plain(&sample.query, &words, max_depth) {
+                        flag |= 4;
+                    }
+                    samples.extend_from_slice(&sample.query);
                 }
-                if crate::screen::lexically_plain(&sample.query, &words, max_depth) {
-                    flag |= 4;
+                if let Some(values) = rate.and_then(|i| strings.get(i as usize)) {
+                    if values.other > 0 || values.list.iter().any(|&(v, _)| !matches!(t.texts.get(v), b"0" | b"1")) {
+                        flag |= 8;
+                    }
                 }
-                samples.extend_from_slice(&sample.query);
-            }
-            if let Some(values) = rate.and_then(|i| c.strings.get(i as usize)) {
-                if values.other > 0 || values.list.iter().any(|&(v, _)| !matches!(t.texts.get(v), b"0" | b"1")) {
-                    flag |= 8;
+                if rows.iter().any(|&id| stats(id).is_some_and(|s| s.max() != 0)) {
+                    flag |= 16;
                 }
-            }
-            if rows.iter().any(|&id| num_stats(&c, id).is_some_and(|s| s.max() != 0)) {
-                flag |= 16;
-            }
-            for (found, id) in maxes.iter_mut().zip(&wanted) {
-                let value = num_stats(&c, *id).map_or(-1.0, |s| s.max() as f64);
-                found.extend_from_slice(&value.to_ne_bytes());
-            }
-            prints.extend_from_slice(t.fingerprints.get(*fp));
+                if crate::screen::may_write(fingerprint, &verbs) {
+                    flag |= 32;
+                }
+                for (found, id) in maxes.iter_mut().zip(&wanted) {
+                    let value = stats(*id).map_or(-1.0, |s| s.max() as f64);
+                    found.extend_from_slice(&value.to_ne_bytes());
+                }
+                flags.push(flag);
+                count
+            });
+            prints.extend_from_slice(fingerprint);
             sample_ends.extend_from_slice(&(samples.len() as u64).to_ne_bytes());
             print_ends.extend_from_slice(&(prints.len() as u64).to_ne_bytes());
-            counts.extend_from_slice(&c.count.to_ne_bytes());
-            flags.push(flag);
+            counts.extend_from_slice(&count.to_ne_bytes());
         }
         let maxes = PyList::new(py, maxes.iter().map(|m| PyBytes::new(py, m)))?;
         (
