@@ -42,10 +42,10 @@ class Screen:
         self._called: list[int] | None = None
         self.always = self._non_ascii() | self.containing(b"GOVERN:")
 
-    def flagged(self, mask: int, value: int) -> set[int]:
-        """Classes whose flags (govern/digest/columns.py) have ``flags & mask == value``:
-        the flag bytes are mapped to 0/1 and the ones found in C."""
-        table = bytes(1 if flag & mask == value else 0 for flag in range(256))
+    def flagged(self, mask: int, value: int, *, equal: bool = True) -> set[int]:
+        """Classes whose flags (govern/digest/columns.py) have ``flags & mask == value``
+        (``equal=False``: ``!=``): the flag bytes are mapped to 0/1 and the ones found in C."""
+        table = bytes(1 if (flag & mask == value) is equal else 0 for flag in range(256))
         marked = self.columns.flags.translate(table)
         found, at = set(), marked.find(1)
         while at >= 0:
@@ -126,7 +126,7 @@ class Screen:
         """Classes whose sample Python must lex for META001, or whose SQL the server may not
         have parsed (no row examined, sent or changed)."""
         both = PLAIN | ROWS_TOUCHED
-        return set(range(self.size)) - self.flagged(both, both)
+        return self.flagged(both, both, equal=False)
 
     def candidates(self, rules: Iterable[Rule], ctx: Context) -> Sequence[int]:
         """The classes some rule of ``rules`` can fire on, in order."""
