@@ -18,13 +18,15 @@ the nearest ``govern.toml``/``[tool.govern]``, ``--select``/``--ignore``,
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from govern.digest.classes import ClassDocuments
 from govern.digest.columns import TRUNCATED
-from govern.rules.base import Context
+from govern.rules.base import Context, Rule
+from govern.rules.catalog.meta001 import MAX_DEPTH
+from govern.rules.catalog.parsing import STATEMENT_WORDS
 from govern.rules.config import ConfigFinder, RulesConfig
 from govern.rules.engine import build_ruleset, check_statement
 from govern.rules.evidence import DigestEvidence
@@ -131,7 +133,7 @@ def check_document(
     where = "--target" if options.target else f"{config.label}: target"
     target = parse_target(target_name, where) if target_name else None
     classes: ClassDocuments = document["classes"]
-    screen = Screen.of(classes)
+    screen = Screen.of(classes, STATEMENT_WORDS, MAX_DEPTH)
     evidence = DigestEvidence(document, screen)
     ruleset = build_ruleset(
         config,
@@ -146,7 +148,7 @@ def check_document(
     suppressed = 0
     truncated = screen.count_flagged(TRUNCATED)
     # Only the classes some rule can fire on are read (govern/rules/screen.py).
-    for position in screen.candidates(ruleset.statement_rules(), ctx):
+    for position in candidates(screen, ruleset.statement_rules(), ctx):
         item = classes.view_at(position)
         sample = item.get("sample")
         if not sample:
@@ -180,3 +182,14 @@ def check_document(
         fail_on=options.fail_on,
         notes=notes,
     )
+
+
+def candidates(screen: Screen, rules: Iterable[Rule], ctx: Context) -> Sequence[int]:
+    """The classes some rule of ``rules`` can fire on (govern/rules/screen.py), in order."""
+    found = set(screen.always)
+    for rule in rules:
+        screened = rule.digest_screen(screen, ctx)
+        if screened is None:
+            return range(screen.size)
+        found |= screened
+    return sorted(found)

@@ -15,15 +15,11 @@ case folding, suppression comments).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from govern.digest.classes import ClassDocuments
 from govern.digest.columns import PLAIN, ROWS_TOUCHED, ClassColumns
 from govern.digest.tables import WRITE_VERBS
-
-if TYPE_CHECKING:
-    from govern.rules.base import Context, Rule
 
 #: Metrics whose largest value a screen may ask for (BATCH002, BATCH003).
 METRICS = ("Query_length", "Values_rows")
@@ -59,12 +55,10 @@ class Screen:
         return self.columns.flags.translate(table).count(1)
 
     @classmethod
-    def of(cls, classes: ClassDocuments) -> Screen:
-        from govern.rules.catalog.meta001 import MAX_DEPTH
-        from govern.rules.catalog.parsing import STATEMENT_WORDS
-
-        columns = classes.columns(sorted(STATEMENT_WORDS), MAX_DEPTH, METRICS, WRITE_VERBS)
-        return cls(columns)
+    def of(cls, classes: ClassDocuments, words: Iterable[str] = (), max_depth: int = 0) -> Screen:
+        """The columns of ``classes``; ``words`` and ``max_depth`` are META001's (statement
+        words, deepest brackets): without them no sample is found lexically plain."""
+        return cls(classes.columns(sorted(words), max_depth, METRICS, WRITE_VERBS))
 
     def _non_ascii(self) -> set[int]:
         if self.columns.samples.isascii():
@@ -127,13 +121,3 @@ class Screen:
         have parsed (no row examined, sent or changed)."""
         both = PLAIN | ROWS_TOUCHED
         return self.flagged(both, both, equal=False)
-
-    def candidates(self, rules: Iterable[Rule], ctx: Context) -> Sequence[int]:
-        """The classes some rule of ``rules`` can fire on, in order."""
-        found = set(self.always)
-        for rule in rules:
-            screened = rule.digest_screen(self, ctx)
-            if screened is None:
-                return range(self.size)
-            found |= screened
-        return sorted(found)
