@@ -86,7 +86,7 @@ pub fn names_one_of(fingerprint: &[u8], keys: &HashSet<Vec<u8>>) -> bool {
     let name = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'?');
     let mut word: Vec<u8> = Vec::new();
     for &b in fingerprint {
-        if b == b'`' || b < 0x20 || b >= 0x80 {
+        if b == b'`' || !(0x20..0x80).contains(&b) {
             return true;
         }
         if name(b) {
@@ -106,7 +106,7 @@ pub fn names_one_of(fingerprint: &[u8], keys: &HashSet<Vec<u8>>) -> bool {
 /// true for a fingerprint with a control byte or a byte above 127 (Python's whitespace
 /// and case are Unicode's).
 pub fn may_write(fingerprint: &[u8], verbs: &[Vec<u8>]) -> bool {
-    if fingerprint.iter().any(|&b| b < 0x20 || b >= 0x80) {
+    if fingerprint.iter().any(|&b| !(0x20..0x80).contains(&b)) {
         return true;
     }
     let text = fingerprint.trim_ascii_start();
