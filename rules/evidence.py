@@ -18,7 +18,6 @@ from typing import Any
 from govern import native, sketch, units
 from govern.digest.classes import ClassDocuments
 from govern.digest.columns import MAY_WRITE, SAMPLED, ClassColumns
-from govern.digest.tables import WRITE_VERBS as _TABLE_WRITE_VERBS
 from govern.digest.tables import tables
 from govern.fingerprint import decode
 from govern.rules.screen import Screen
@@ -317,15 +316,11 @@ def _fingerprint_at(columns: ClassColumns, position: int) -> bytes:
 
 
 def _writers(screen: Screen) -> list[int]:
-    """Classes that write a table (govern/digest/tables.py reads written tables only after
-    these verbs), or whose fingerprint is not ASCII, in order: the MAY_WRITE flag, then
-    each checked as tables.py reads its verb."""
-    found = []
-    for position in sorted(screen.flagged(MAY_WRITE, MAY_WRITE)):
-        text = decode(_fingerprint_at(screen.columns, position)).strip().lower()
-        if text.split(" ", 1)[0] in _TABLE_WRITE_VERBS or not text.isascii():
-            found.append(position)
-    return found
+    """The classes that may write a table, in order: those whose fingerprint may start with
+    a verb after which govern/digest/tables.py reads written tables, or is not ASCII (the
+    MAY_WRITE flag). Each is read as a document, as every class was before: one that
+    writes nothing only has its reads counted there rather than by :func:`_add_reads`."""
+    return sorted(screen.flagged(MAY_WRITE, MAY_WRITE))
 
 
 def _add_reads(
