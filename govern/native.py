@@ -16,6 +16,7 @@ decides which pages it drops from memory. To digest files from a program, use
 from __future__ import annotations
 
 import os
+from array import array
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -127,3 +128,16 @@ def stored_merge() -> Any | None:
     native/src/stored.rs), or None when the core is not available."""
     made = None if _core is None or _DISABLED else getattr(_core, "StoredMerge", None)
     return None if made is None else made()
+
+
+def fingerprints_naming(
+    fingerprints: bytes, ends: array[int], keys: list[str]
+) -> array[int] | None:
+    """Positions of the fingerprints (joined, ending at ``ends``) that name one of ``keys``
+    as a whole table name, or may (native/src/screen.rs); None without the core."""
+    if _core is None or _DISABLED:
+        return None
+    found = _core.fingerprints_naming(
+        fingerprints, ends.tobytes(), [key.encode("utf-8", "surrogatepass") for key in keys]
+    )
+    return array("I", found)

@@ -21,6 +21,7 @@ from govern.rules.sql.statement import Statement
 
 if TYPE_CHECKING:
     from govern.rules.evidence import DigestEvidence
+    from govern.rules.screen import Screen
     from govern.server import ServerInfo
 
 
@@ -114,6 +115,12 @@ class Rule:
 
     def script_checker(self, ctx: Context) -> ScriptChecker | None:
         """A fresh checker for one file that is fed its top-level statements in order."""
+        return None
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int] | None:
+        """The classes of a digest ``check`` can fire on (positions), from ``screen``'s
+        tests over every class at once; None: any class. A necessary condition: a class
+        left out must never have a finding of this rule (govern/rules/screen.py)."""
         return None
 
     # --- helpers -------------------------------------------------------------------

@@ -18,16 +18,20 @@ the nearest ``govern.toml``/``[tool.govern]``, ``--select``/``--ignore``,
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from govern.digest.classes import ClassDocuments
-from govern.rules.base import Context
+from govern.digest.columns import TRUNCATED
+from govern.rules.base import Context, Rule
+from govern.rules.catalog.meta001 import MAX_DEPTH
+from govern.rules.catalog.parsing import STATEMENT_WORDS
 from govern.rules.config import ConfigFinder, RulesConfig
 from govern.rules.engine import build_ruleset, check_statement
-from govern.rules.evidence import DigestEvidence, class_documents
+from govern.rules.evidence import DigestEvidence
 from govern.rules.model import Finding, Severity
+from govern.rules.screen import Screen
 from govern.rules.sql.statement import Statement
 from govern.rules.target import parse_target
 
@@ -111,7 +115,8 @@ class DigestRulesReport:
 
     def findings_json(self, class_id: str) -> list[dict[str, Any]]:
         """A class's findings as its document lists them."""
-        return [f.to_json() for f in self.by_class.get(class_id, [])]
+        found = self.by_class.get(class_id)
+        return [f.to_json() for f in found] if found else []
 
 
 def check_document(
@@ -119,14 +124,17 @@ def check_document(
 ) -> DigestRulesReport:
     """Run the catalog over every class of a ``govern.digest`` document.
 
-    The classes are read twice (the digest-wide evidence, then each class's rules),
-    one class document at a time: lazy classes are never all built at once."""
+    Every class is screened at once (govern/rules/screen.py); only the classes a rule
+    can fire on, and those the digest-wide evidence needs, are read, one class document
+    at a time: lazy classes are never all built at once."""
     options = options or DigestRuleOptions()
     config = ConfigFinder(options.config).for_path(None)
     target_name = options.target or config.target
     where = "--target" if options.target else f"{config.label}: target"
     target = parse_target(target_name, where) if target_name else None
-    evidence = DigestEvidence(document)
+    classes: ClassDocuments = document["classes"]
+    screen = Screen.of(classes, STATEMENT_WORDS, MAX_DEPTH)
+    evidence = DigestEvidence(document, screen)
     ruleset = build_ruleset(
         config,
         has_target=target is not None,
@@ -137,8 +145,11 @@ def check_document(
     )
     ctx = Context(target, target_name, digest=evidence)
     by_class: dict[str, list[Finding]] = {}
-    suppressed = truncated = 0
-    for item in class_documents(document):
+    suppressed = 0
+    truncated = screen.count_flagged(TRUNCATED)
+    # Only the classes some rule can fire on are read (govern/rules/screen.py).
+    for position in candidates(screen, ruleset.statement_rules(), ctx):
+        item = classes.view_at(position)
         sample = item.get("sample")
         if not sample:
             continue
@@ -146,7 +157,6 @@ def check_document(
         result = check_statement(subject, ruleset, ctx, config)
         findings = result.findings
         if sample.get("truncated"):
-            truncated += 1
             findings = [f for f in findings if f.rule_id not in _NEEDS_WHOLE_TEXT]
         for finding in findings:
             # Samples change from log to log; the class does not: keep baselines stable.
@@ -172,3 +182,14 @@ def check_document(
         fail_on=options.fail_on,
         notes=notes,
     )
+
+
+def candidates(screen: Screen, rules: Iterable[Rule], ctx: Context) -> Sequence[int]:
+    """The classes some rule of ``rules`` can fire on (govern/rules/screen.py), in order."""
+    found = set(screen.always)
+    for rule in rules:
+        screened = rule.digest_screen(screen, ctx)
+        if screened is None:
+            return range(screen.size)
+        found |= screened
+    return sorted(found)

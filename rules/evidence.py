@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from govern import sketch, units
+from govern import native, sketch, units
 from govern.digest.classes import ClassDocuments
+from govern.digest.columns import MAY_WRITE, SAMPLED, ClassColumns
+from govern.digest.tables import tables
+from govern.fingerprint import decode
+from govern.rules.screen import Screen
 
 WRITE_VERBS = ("insert", "replace", "update", "delete")
 #: A log whose fastest statement took this long or more was cut by long_query_time.
@@ -24,6 +29,14 @@ FULL_LOG_FASTEST = 0.001
 _SEQUENCE_FILTERS = ("db", "fingerprint", "id")
 _FILTER_KEY = re.compile(r"^\s*([a-z]+)\s*(?:!=|=|~)")
 MICRO = 1_000_000
+#: Where a write verb of govern/digest/tables.py starts in the lowered fingerprints
+#: (overlapping: the fingerprints are joined; each is then checked at its start).
+#: The first table name after FROM/JOIN, as govern/digest/tables.py's _READ reads it (its
+#: ``\b`` is tested apart: a pattern starting with a word is searched much faster), and
+#: whether a list (a comma) follows.
+_FIRST_READ = re.compile(
+    r"(?:from|join)\s+((?:`[^`]+`|[a-z0-9_$?]+)(?:\.(?:`[^`]+`|[a-z0-9_$?]+))?)(\s*,)?"
+)
 
 
 def class_documents(document: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
@@ -226,24 +239,27 @@ class _WritePoint:
 class DigestEvidence:
     """Facts about the whole digest that a class's own figures cannot give.
 
-    Read in one pass over the document's classes, each class document dropped once
-    read: what is kept per class is, for the write classes the overhead fits can use, a
-    :class:`_WritePoint`, and the calls that read each table (fingerprints by query ID are
-    looked up in the digest's classes).
+    Read from the classes' columns (:class:`govern.rules.screen.Screen`): only the
+    classes whose fingerprint starts with a write verb are read as documents, each
+    dropped once read (what is kept per class is, for the write classes the overhead fits
+    can use, a :class:`_WritePoint`); of the others, only those whose fingerprint names a
+    written table are read, as a fingerprint and calls, for the reads of that table.
+    Fingerprints by query ID are looked up in the digest's classes.
     """
 
-    def __init__(self, document: Mapping[str, Any]) -> None:
+    def __init__(self, document: Mapping[str, Any], screen: Screen | None = None) -> None:
         self.window_seconds: float | None = (document.get("window") or {}).get("seconds")
         self._classes: ClassDocuments = document["classes"]
+        screen = screen or Screen.of(self._classes)
         self.tables: dict[str, TableTraffic] = {}
         reads: dict[str, int] = {}
         self._writes: list[_WritePoint] = []
         table_sets: dict[frozenset[str], frozenset[str]] = {}
-        sampled = False
-        for item in class_documents(document):
-            facts = ClassFacts(item)
+        sampled = screen.count_flagged(SAMPLED) > 0
+        writers = _writers(screen)
+        for position in writers:
+            facts = ClassFacts(self._classes.view_at(position))
             _add_traffic(self.tables, reads, facts)
-            sampled = sampled or _sampled(item)
             if not facts.is_write:
                 continue
             point = _median_point(facts)
@@ -251,6 +267,7 @@ class DigestEvidence:
                 written = frozenset(table_key(t) for t in facts.tables_written)
                 written = table_sets.setdefault(written, written)
                 self._writes.append(_WritePoint(_write_kind(facts), written, point))
+        _add_reads(reads, screen.columns, set(self.tables), set(writers))
         for key, table in self.tables.items():
             table.reads = reads.get(key, 0)
         self.full_log, self.full_log_reason = _completeness(document, sampled)
@@ -291,6 +308,64 @@ class DigestEvidence:
                 calls = sum(weight for _, _, weight in points)
                 return Overhead(line[0], line[1], calls, len(points), scope)
         return None
+
+
+def _fingerprint_at(columns: ClassColumns, position: int) -> bytes:
+    ends = columns.fingerprint_ends
+    return columns.fingerprints[ends[position - 1] if position else 0 : ends[position]]
+
+
+def _writers(screen: Screen) -> list[int]:
+    """The classes that may write a table, in order: those whose fingerprint may start with
+    a verb after which govern/digest/tables.py reads written tables, or is not ASCII (the
+    MAY_WRITE flag). Each is read as a document, as every class was before: one that
+    writes nothing only has its reads counted there rather than by :func:`_add_reads`."""
+    return sorted(screen.flagged(MAY_WRITE, MAY_WRITE))
+
+
+def _add_reads(
+    reads: dict[str, int], columns: ClassColumns, written: set[str], done: set[int]
+) -> None:
+    """Count the calls of the classes (not in ``done``) that read a written table. Only
+    fingerprints that may name one are read by govern/digest/tables.py as before: the
+    core tests every fingerprint at once (native/src/screen.rs), else :func:`_naming`."""
+    if not any(key.strip("?") for key in written):
+        return
+    ends = columns.fingerprint_ends
+    named = native.fingerprints_naming(columns.fingerprints, ends, sorted(written))
+    seen = _naming(columns, written) if named is None else set(named)
+    for position in sorted(seen - done):
+        if position >= len(ends):
+            continue
+        for name in tables(decode(_fingerprint_at(columns, position)))["read"]:
+            key = table_key(name)
+            if key.strip("?"):
+                reads[key] = reads.get(key, 0) + columns.counts[position]
+
+
+def _naming(columns: ClassColumns, written: set[str]) -> set[int]:
+    """Without the core: the fingerprints whose first name after FROM/JOIN is written,
+    followed by a list, quoted, runs into the next fingerprint, or that are not ASCII."""
+    ends = columns.fingerprint_ends
+    seen: set[int] = set()
+    text = columns.fingerprints.lower().decode("latin-1")  # offsets stay the bytes'
+    search = _FIRST_READ.search
+    match = search(text)
+    while match is not None:
+        start = match.start()
+        before = text[start - 1] if start else " "
+        if before.isalnum() or before == "_":  # no \b: go on from the next character
+            match = search(text, start + 1)
+            continue
+        name, more = match.group(1, 2)
+        first, last = bisect_right(ends, start), bisect_right(ends, match.end() - 1)
+        # A match that runs into the next fingerprint (they are joined) is read whole.
+        if more or "`" in name or first != last or table_key(name) in written:
+            seen.update((first, last))
+        match = search(text, match.end())
+    if not columns.fingerprints.isascii():
+        seen |= {p for p in range(len(ends)) if not _fingerprint_at(columns, p).isascii()}
+    return seen
 
 
 def _median_point(facts: ClassFacts) -> tuple[float, float, int] | None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from govern import sketch
+from govern.digest.columns import ROWS_METRICS, ClassColumns, ColumnRow, columns_of
 from govern.digest.ordering import ClassKey, rank
 from govern.fingerprint import query_id
 
@@ -292,6 +293,29 @@ class OpenRuns:
     tails: dict[int, OpenRun] = field(default_factory=dict)
 
 
+def column_row(agg: ClassAgg, metrics: Sequence[str]) -> ColumnRow:
+    """A class as the digest rules' screens read it (govern/digest/columns.py)."""
+
+    def high(name: str) -> float:
+        found = agg.metrics.get(name)
+        return float(found.high) if found is not None and found.count else -1.0
+
+    rates = agg.strings.get("Log_slow_rate_limit", {})
+    sample = agg.sample
+    return ColumnRow(
+        sample=None if sample is None else sample.query,
+        truncated=sample is not None and sample.truncated,
+        fingerprint=agg.fingerprint,
+        count=agg.count,
+        sampled=any(rate not in ("0", "1") for rate in rates),
+        rows_touched=any(
+            (m := agg.metrics.get(name)) is not None and m.count > 0 and m.high != 0
+            for name in ROWS_METRICS
+        ),
+        maxes=tuple(high(name) for name in metrics),
+    )
+
+
 @dataclass
 class Partial:
     """The mergeable result of digesting part of the input, in input order."""
@@ -377,6 +401,19 @@ class Partial:
     def class_json_runs(self, keys: Sequence[ClassKey], frame: object) -> Iterator[int]:
         """Python's classes have no JSON of their own: document.py builds each."""
         return iter(range(len(keys)))
+
+    def rule_columns(
+        self,
+        keys: Sequence[ClassKey],
+        words: Sequence[str],
+        max_depth: int,
+        metrics: Sequence[str],
+        verbs: Sequence[str],
+    ) -> ClassColumns:
+        """The classes of ``keys`` in columns (none marked lexically plain: Python lexes
+        every sample of the Python engine's digest)."""
+        rows = (column_row(self.class_at(key.index), metrics) for key in keys)
+        return columns_of(rows, metrics, verbs)
 
     def fingerprint_of(self, class_id: str) -> bytes | None:
         """The fingerprint of the class whose query ID is ``class_id``, if kept (the

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from govern.digest.aggregate import ClassAgg, Malformed
+from govern.digest.columns import ClassColumns
 from govern.digest.ordering import ClassKey
 
 
@@ -87,6 +88,19 @@ class ClassSource(Protocol):
         position in ``keys`` (then it is built)."""
         ...
 
+    def rule_columns(
+        self,
+        keys: Sequence[ClassKey],
+        words: Sequence[str],
+        max_depth: int,
+        metrics: Sequence[str],
+        verbs: Sequence[str],
+    ) -> ClassColumns:
+        """The classes of ``keys`` as the digest rules' screens read them; ``words`` and
+        ``max_depth`` are META001's (statement words, deepest brackets) for the PLAIN flag,
+        ``verbs`` govern/digest/tables.py's write verbs for the MAY_WRITE flag."""
+        ...
+
 
 #: Finds the findings (as JSON) of a class by its query ID.
 FindingsLookup = Callable[[str], list[dict[str, Any]]]
@@ -105,4 +119,14 @@ class ClassDocuments(Protocol):
 
     def attach_findings(self, lookup: FindingsLookup) -> None:
         """Give each class document its ``findings`` (now, or as it is built)."""
+        ...
+
+    def view_at(self, position: int) -> Mapping[str, Any]:
+        """The class at ``position`` (in ``views()`` order), as ``views()`` gives it."""
+        ...
+
+    def columns(
+        self, words: Sequence[str], max_depth: int, metrics: Sequence[str], verbs: Sequence[str]
+    ) -> ClassColumns:
+        """Every class, in ``views()`` order, as the digest rules' screens read them."""
         ...

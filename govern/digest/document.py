@@ -17,6 +17,7 @@ from typing import Any
 from govern import __version__, sketch
 from govern.digest.aggregate import HISTOGRAM_LABELS, ClassAgg, Metric, Runs
 from govern.digest.classes import DocumentFrame, FindingsLookup
+from govern.digest.columns import ClassColumns
 from govern.digest.figures import (
     distinct_texts,
     metric_figures,
@@ -381,6 +382,16 @@ class _ClassBuilder:
         agg = self.digest.partial.class_at(key.index)
         c = _class(self.digest, agg, self.total_time, self.window_seconds)
         return ClassView(c, self.findings)
+
+    def columns(
+        self,
+        keys: Sequence[ClassKey],
+        words: Sequence[str],
+        max_depth: int,
+        metrics: Sequence[str],
+        verbs: Sequence[str],
+    ) -> ClassColumns:
+        return self.digest.partial.rule_columns(keys, words, max_depth, metrics, verbs)
 
     def fingerprint_of(self, class_id: str) -> str | None:
         found = self.digest.partial.fingerprint_of(class_id)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, SupportsIndex, overload
 
 from govern.digest.classes import FindingsLookup
+from govern.digest.columns import ROWS_METRICS, ClassColumns, ColumnRow, columns_of
 from govern.digest.ordering import ClassKey
 from govern.output import Encoded
 
@@ -34,6 +35,14 @@ class ClassList(list[dict[str, Any]]):
         for item in self:
             item["findings"] = lookup(item["id"])
 
+    def view_at(self, position: int) -> Mapping[str, Any]:
+        return self[position]
+
+    def columns(
+        self, words: Sequence[str], max_depth: int, metrics: Sequence[str], verbs: Sequence[str]
+    ) -> ClassColumns:
+        return columns_of((_document_row(item, metrics) for item in self), metrics, verbs)
+
     @overload
     def __getitem__(self, index: SupportsIndex) -> dict[str, Any]: ...
 
@@ -44,6 +53,27 @@ class ClassList(list[dict[str, Any]]):
         if isinstance(index, slice):
             return ClassList(super().__getitem__(index))
         return super().__getitem__(index)
+
+
+def _document_row(item: Mapping[str, Any], metrics: Sequence[str]) -> ColumnRow:
+    """A class document as the digest rules' screens read it (figures back in micro-units)."""
+    figures = item.get("metrics") or {}
+
+    def high(name: str) -> float:
+        found = figures.get(name)
+        return float(found["max"]) * 1e6 if found and found.get("count") else -1.0
+
+    sample = item.get("sample")
+    rates = (item.get("values") or {}).get("Log_slow_rate_limit", {})
+    return ColumnRow(
+        sample=sample["query"].encode("utf-8", "surrogatepass") if sample else None,
+        truncated=bool(sample and sample.get("truncated")),
+        fingerprint=str(item.get("fingerprint") or "").encode("utf-8", "surrogatepass"),
+        count=int(item["count"]),
+        sampled=any(rate not in ("0", "1") for rate in rates),
+        rows_touched=any((figures.get(name) or {}).get("max") for name in ROWS_METRICS),
+        maxes=tuple(high(name) for name in metrics),
+    )
 
 
 class ClassBuilder(Protocol):
@@ -69,6 +99,17 @@ class ClassBuilder(Protocol):
 
     def joined(self, keys: Sequence[ClassKey]) -> Iterator[bytes]:
         """The documents of ``keys`` as UTF-8 JSON separated by ``", "``, in pieces."""
+        ...
+
+    def columns(
+        self,
+        keys: Sequence[ClassKey],
+        words: Sequence[str],
+        max_depth: int,
+        metrics: Sequence[str],
+        verbs: Sequence[str],
+    ) -> ClassColumns:
+        """The classes of ``keys`` as the digest rules' screens read them."""
         ...
 
 
@@ -145,6 +186,14 @@ class LazyClasses(LazyDocuments, Encoded):
 
     def fingerprint_of(self, class_id: str) -> str | None:
         return self._builder.fingerprint_of(class_id)
+
+    def view_at(self, position: int) -> Mapping[str, Any]:
+        return self._builder.view(self._keys[position])
+
+    def columns(
+        self, words: Sequence[str], max_depth: int, metrics: Sequence[str], verbs: Sequence[str]
+    ) -> ClassColumns:
+        return self._builder.columns(self._keys, words, max_depth, metrics, verbs)
 
     def attach_findings(self, lookup: FindingsLookup) -> None:
         self._builder.findings = lookup

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from govern import native
 from govern.digest.aggregate import ClassAgg, Fit, Malformed, Metric, Runs, Sample
 from govern.digest.classes import DocumentFrame
+from govern.digest.columns import ClassColumns
 from govern.digest.decode import malformed_reason, text
 from govern.digest.engine import EngineOptions, host_salt
 from govern.digest.ordering import ClassKey
@@ -125,6 +126,34 @@ class NativePartial:
 
     def totals(self) -> ClassAgg:
         return _class(self._total.totals())
+
+    def rule_columns(
+        self,
+        keys: Sequence[ClassKey],
+        words: Sequence[str],
+        max_depth: int,
+        metrics: Sequence[str],
+        verbs: Sequence[str],
+    ) -> ClassColumns:
+        """The classes of ``keys`` in columns, filled by the core in one call."""
+        indexes = keys.indexes() if isinstance(keys, Keys) else array("I", (k.index for k in keys))
+        found = self._total.rule_columns(
+            indexes.tobytes(),
+            [word.encode() for word in words],
+            max_depth,
+            [name.encode() for name in metrics],
+            [verb.encode() for verb in verbs],
+        )
+        samples, sample_ends, prints, print_ends, counts, flags, maxes = found
+        return ClassColumns(
+            samples,
+            array("Q", sample_ends),
+            prints,
+            array("Q", print_ends),
+            array("Q", counts),
+            flags,
+            {name: array("d", values) for name, values in zip(metrics, maxes, strict=True)},
+        )
 
 
 class Keys(Sequence[ClassKey]):

@@ -28,7 +28,7 @@ _DELETE = re.compile(
     rf"^delete\s+(?:low_priority\s+)?(?:quick\s+)?(?:ignore\s+)?({_NAME})?\s*(?:from\s+({_NAME}))?"
 )
 _ALIAS_WORDS = frozenset({"where", "set", "on", "using", "group", "order", "limit", "having"})
-_WRITE_VERBS = (
+WRITE_VERBS = (
     "insert",
     "replace",
     "update",
@@ -81,7 +81,7 @@ def tables(fingerprint: str) -> dict[str, list[str]]:
             )
             if targets:
                 written.add(targets.replace("`", ""))
-    elif verb in _WRITE_VERBS:
+    elif verb in WRITE_VERBS:
         ddl = _DDL.match(text)
         if ddl:
             written.add(ddl.group(1).replace("`", ""))

@@ -26,6 +26,7 @@
 //! - `hashes`: CRC-32 and splitmix64 for those aggregates;
 //! - `total`: ranges merged in input order into the digest `govern digest` reports;
 //! - `stored`: the history store's class states merged in bulk.
+//! - `screen`: what the digest rules' screens learn of a sample without Python's lexer.
 //!
 //! The runner (govern/digest/runner.py, native_total.py) cuts the input at record
 //! boundaries, digests ranges on threads with the GIL released, and hands them to a
@@ -43,6 +44,7 @@ pub mod number;
 pub mod perl;
 pub mod range;
 pub mod records;
+pub mod screen;
 pub mod sketch;
 pub mod slowlog;
 pub mod stored;

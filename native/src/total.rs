@@ -42,6 +42,40 @@ impl Slot {
     }
 }
 
+/// The fields of a `Class` that come first in its frozen bytes, up to its sample: what
+/// the digest rules' screens read (`_native.Total.rule_columns`), decoded without the
+/// runs and sketches after them.
+#[derive(serde::Deserialize)]
+pub struct ClassHead {
+    pub kind: u8,
+    pub count: u64,
+    pub ts_min: Option<crate::time::Ts>,
+    pub ts_max: Option<crate::time::Ts>,
+    pub nums: Vec<crate::aggregate::NumStats>,
+    pub decimal: crate::values::Bits,
+    pub flags: Vec<(u64, u64)>,
+    pub strings: Vec<Values>,
+    pub histogram: [u64; 8],
+    pub sample: Option<Box<crate::class::Sample>>,
+}
+
+impl Slot {
+    /// What `ClassHead` holds (count, numeric statistics, value counts, sample) of the class,
+    /// a frozen one decoded only that far.
+    pub fn head<R>(
+        &self,
+        read: impl FnOnce(u64, &[crate::aggregate::NumStats], &[Values], Option<&crate::class::Sample>) -> R,
+    ) -> R {
+        match self {
+            Slot::Live(c) => read(c.count, &c.nums, &c.strings, c.sample.as_deref()),
+            Slot::Frozen(bytes) => {
+                let (h, _) = postcard::take_from_bytes::<ClassHead>(bytes).expect("a frozen class decodes");
+                read(h.count, &h.nums, &h.strings, h.sample.as_deref())
+            }
+        }
+    }
+}
+
 fn thaw(bytes: &[u8]) -> Class {
     postcard::from_bytes(bytes).expect("a frozen class decodes")
 }

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Option, Rule
 from govern.rules.catalog.batching import MAX_PLACEHOLDERS
 from govern.rules.model import Finding, Severity
 from govern.rules.sql.lexer import PARAM
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class PlaceholderLimit(Rule):
@@ -32,6 +36,9 @@ class PlaceholderLimit(Rule):
     name = "placeholder-limit"
     severity = Severity.ERROR
     options = (Option("limit", MAX_PLACEHOLDERS, "Most placeholders per statement."),)
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        return screen.longer_than(int(self.settings["limit"]))  # a placeholder is a byte or more
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         count = statement.placeholder_count

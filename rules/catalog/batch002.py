@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Option, Rule
 from govern.rules.catalog.batching import CONSERVATIVE_PACKET, logged_max
 from govern.rules.evidence import ClassFacts, plural
 from govern.rules.model import Finding, Severity
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class PacketShare(Rule):
@@ -41,6 +45,12 @@ class PacketShare(Rule):
         Option("max-allowed-packet", 0, "Bytes; 0 takes the target's value (else 4 MiB)."),
         Option("placeholder-bytes", 16, "Bytes assumed per placeholder value."),
     )
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        threshold = self._limit(ctx)[0] * float(self.settings["share"])
+        per_byte = 1 + int(self.settings["placeholder-bytes"])  # a byte may be a placeholder
+        longest = screen.longer_than(threshold / per_byte)
+        return longest | screen.logged_above("Query_length", threshold)
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         limit, origin = self._limit(ctx)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Option, Rule
 from govern.rules.catalog.batching import BATCH_ROWS, logged_max
 from govern.rules.evidence import ClassFacts, plural
 from govern.rules.model import Finding, Severity
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class RowsPerStatement(Rule):
@@ -34,6 +38,10 @@ class RowsPerStatement(Rule):
     name = "rows-per-statement"
     severity = Severity.WARNING
     options = (Option("max-rows", 1000, "Most rows one INSERT/REPLACE may carry."),)
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        bound = int(self.settings["max-rows"])  # a row is a "(" or more
+        return screen.longer_than(bound) | screen.logged_above("Values_rows", bound)
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         bound = int(self.settings["max-rows"])

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Rule
 from govern.rules.catalog.batching import odku_reference
 from govern.rules.model import Finding, Severity
 from govern.rules.sql.lexer import NUMBER, OP, PARAM, QIDENT, STRING, WORD
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class OdkuIfChain(Rule):
@@ -40,6 +44,9 @@ class OdkuIfChain(Rule):
     id = "BATCH004"
     name = "odku-if-chain"
     severity = Severity.WARNING
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        return screen.containing(b"DUPLICATE")
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         start = statement.odku_index

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Rule
 from govern.rules.catalog.batching import odku_calls, odku_reference
 from govern.rules.model import Finding, Need, Severity
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class OdkuValuesDeprecated(Rule):
@@ -35,6 +39,9 @@ class OdkuValuesDeprecated(Rule):
     name = "odku-values-deprecated"
     severity = Severity.WARNING
     needs = frozenset({Need.SQL, Need.TARGET})
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        return set() if ctx.target is None else screen.containing(b"DUPLICATE")
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         if ctx.target is None or not ctx.target.values_function_deprecated:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Rule
 from govern.rules.catalog.batching import odku_reference
 from govern.rules.model import Finding, Need, Severity
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class OdkuSyntaxUnsupported(Rule):
@@ -35,6 +39,9 @@ class OdkuSyntaxUnsupported(Rule):
     name = "odku-syntax-unsupported"
     severity = Severity.ERROR
     needs = frozenset({Need.SQL, Need.TARGET})
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int] | None:
+        return set() if ctx.target is None else None
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         target = ctx.target

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern import units
 from govern.rules.base import Context, Option, Rule
-from govern.rules.catalog.batching import BATCH_ROWS, single_row_write
+from govern.rules.catalog.batching import BATCH_ROWS, run_floor, single_row_write
 from govern.rules.evidence import ClassFacts, ceil_div, plural
 from govern.rules.model import Finding, Need, Severity
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class SingleRowRun(Rule):
@@ -68,6 +72,11 @@ class SingleRowRun(Rule):
 
     def script_checker(self, ctx: Context) -> _Runs:
         return _Runs(self, max(2, int(self.settings["min-run"])))
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        if ctx.digest is None:
+            return set()
+        return screen.calls_at_least(min(run_floor(self.settings), int(self.settings["min-calls"])))
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         """A digest class: its single-row writes, their runs on a connection and calls."""

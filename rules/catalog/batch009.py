@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern import units
 from govern.rules.base import Context, Option, Rule
-from govern.rules.catalog.batching import point_read, short
+from govern.rules.catalog.batching import point_read, run_floor, short
 from govern.rules.evidence import ClassFacts, plural
 from govern.rules.model import Finding, Need, Severity
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class NPlusOneReads(Rule):
@@ -61,6 +65,11 @@ class NPlusOneReads(Rule):
         Option("min-run", 10, "Shortest run of back-to-back lookups that counts as a loop."),
         Option("min-calls", 100, "Calls in such runs, over the log, before the rule fires."),
     )
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        if ctx.digest is None:
+            return set()
+        return screen.calls_at_least(run_floor(self.settings))
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         if statement.stats is None or ctx.digest is None:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Option, Rule
 from govern.rules.catalog.batching import CHUNK_ADVICE, bounds_rows, top_level_index
 from govern.rules.model import Finding, Severity
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class UnboundedBatchWrite(Rule):
@@ -49,6 +53,9 @@ class UnboundedBatchWrite(Rule):
     name = "unbounded-batch-write"
     severity = Severity.WARNING
     options = (Option("key-columns", ["id"], "Columns whose equality or IN list bounds a write."),)
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int] | None:
+        return None if ctx.batch_job else set()
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         if not ctx.batch_job or statement.verb not in ("UPDATE", "DELETE"):

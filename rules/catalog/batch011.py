@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Rule
 from govern.rules.catalog.batching import CHUNK_ADVICE, top_level_index
 from govern.rules.model import Finding, Severity
 from govern.rules.sql.lexer import WORD
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class InsertSelectWholeTable(Rule):
@@ -44,6 +48,9 @@ class InsertSelectWholeTable(Rule):
     id = "BATCH011"
     name = "insert-select-whole-table"
     severity = Severity.WARNING
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int] | None:
+        return None if ctx.batch_job else set()
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         if not ctx.batch_job or statement.verb not in ("INSERT", "REPLACE"):

@@ -8,6 +8,9 @@ locks long enough to delay replicas.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from govern.rules.base import Context
 from govern.rules.evidence import ClassFacts
 from govern.rules.sql.lexer import OP, QIDENT, WORD
@@ -18,6 +21,13 @@ MAX_PLACEHOLDERS = 65_535
 BATCH_ROWS = 100
 #: The smallest default max_allowed_packet of the servers govern knows (MySQL 5.7: 4 MiB).
 CONSERVATIVE_PACKET = 4 * 1024 * 1024
+
+
+def run_floor(settings: Mapping[str, Any]) -> int:
+    """Fewest calls a class needs for a run of ``min-run`` (the run lengths' sketch is
+    exact below 256, within 0.4% above): a bound for the digest screens."""
+    minimum = max(2, int(settings["min-run"]))
+    return minimum if minimum < 256 else int(minimum * 0.98)
 
 
 def logged_max(statement: Statement, metric: str) -> int | None:

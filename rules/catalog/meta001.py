@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Rule
 from govern.rules.catalog.parsing import (
@@ -19,6 +20,10 @@ from govern.rules.sql.statement import Statement
 #: Deepest bracket nesting handed to sqlglot, a recursive parser (the server reads
 #: 10,000 levels; sqlglot's recursion ends near 300). Deeper statements are not analysed.
 MAX_DEPTH = 200
+
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class ParseError(Rule):
@@ -48,6 +53,9 @@ class ParseError(Rule):
     id = "META001"
     name = "parse-error"
     severity = Severity.ERROR
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        return screen.not_plain_or_untouched()
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         problem = self._lexical(statement)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Rule
 from govern.rules.catalog.query_cache import has_no_cache, sql_cache_index, unsafe_reasons
 from govern.rules.model import Finding, Severity
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class SqlCacheUnsafe(Rule):
@@ -39,6 +43,9 @@ class SqlCacheUnsafe(Rule):
     id = "QC001"
     name = "sql-cache-unsafe"
     severity = Severity.ERROR
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        return screen.containing(b"SQL_CACHE")
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         at = sql_cache_index(statement)

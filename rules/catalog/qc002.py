@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Rule
 from govern.rules.model import Finding, Severity
 from govern.rules.sql.statement import CACHE_HINTS, Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class SqlCachePlacement(Rule):
@@ -39,6 +43,9 @@ class SqlCachePlacement(Rule):
     id = "QC002"
     name = "sql-cache-placement"
     severity = Severity.ERROR
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        return screen.containing(b"SQL_CACHE", b"SQL_NO_CACHE")
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         if not (statement.words & CACHE_HINTS):

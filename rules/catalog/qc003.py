@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Rule
 from govern.rules.catalog.query_cache import sql_cache_index
 from govern.rules.model import Finding, Need, Severity
 from govern.rules.sql.lexer import SYSVAR, WORD
 from govern.rules.sql.statement import CACHE_HINTS, Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class QueryCacheUnavailable(Rule):
@@ -41,6 +45,11 @@ class QueryCacheUnavailable(Rule):
     name = "query-cache-unavailable"
     severity = Severity.ERROR
     needs = frozenset({Need.SQL, Need.TARGET})
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        if ctx.target is None:
+            return set()
+        return screen.containing(b"SQL_CACHE", b"SQL_NO_CACHE", b"QUERY")
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         target = ctx.target

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Rule
 from govern.rules.catalog.query_cache import has_no_cache, never_stored_reasons, sql_cache_index
 from govern.rules.model import Finding, Severity
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class SqlCacheNeverStored(Rule):
@@ -37,6 +41,9 @@ class SqlCacheNeverStored(Rule):
     id = "QC004"
     name = "sql-cache-never-stored"
     severity = Severity.WARNING
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        return screen.containing(b"SQL_CACHE")
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         at = sql_cache_index(statement)

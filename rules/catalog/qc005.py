@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Option, Rule
 from govern.rules.catalog.query_cache import (
@@ -14,6 +15,9 @@ from govern.rules.catalog.query_cache import (
 )
 from govern.rules.model import Finding, Severity
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class SqlCachePolicy(Rule):
@@ -58,6 +62,9 @@ class SqlCachePolicy(Rule):
             for pattern in self.settings["tables"]
             for candidate in candidates
         )
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int] | None:
+        return None if self.settings["tables"] else set()
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         if not self.settings["tables"] or statement.outer_select is None or has_no_cache(ctx):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern import units
 from govern.rules.base import Context, Option, Rule
@@ -15,6 +16,9 @@ from govern.rules.catalog.query_cache import (
 from govern.rules.evidence import ClassFacts, plural
 from govern.rules.model import Finding, Need, Severity
 from govern.rules.sql.statement import CACHE_HINTS, Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class SqlCacheCandidate(Rule):
@@ -64,6 +68,9 @@ class SqlCacheCandidate(Rule):
         Option("min-calls", 1000, "Fewest calls of a read class worth caching."),
         Option("min-hit-ratio", 0.8, "Least share of calls the cache must be able to serve."),
     )
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        return screen.calls_at_least(int(self.settings["min-calls"]))
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         if statement.stats is None or ctx.digest is None or statement.outer_select is None:

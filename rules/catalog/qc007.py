@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from govern.rules.base import Context, Option, Rule
 from govern.rules.catalog.query_cache import CacheEstimate, cache_estimate, sql_cache_index
 from govern.rules.evidence import ClassFacts, plural
 from govern.rules.model import Finding, Need, Severity
 from govern.rules.sql.statement import Statement
+
+if TYPE_CHECKING:
+    from govern.rules.screen import Screen
 
 
 class SqlCacheIneffective(Rule):
@@ -50,6 +54,10 @@ class SqlCacheIneffective(Rule):
         Option("min-calls", 100, "Fewest SQL_CACHE calls to judge."),
         Option("min-hit-ratio", 0.5, "Share of calls the cache must serve to be worth it."),
     )
+
+    def digest_screen(self, screen: Screen, ctx: Context) -> set[int]:
+        called = screen.calls_at_least(int(self.settings["min-calls"]))
+        return called & screen.containing(b"SQL_CACHE")
 
     def check(self, statement: Statement, ctx: Context) -> Iterator[Finding]:
         if statement.stats is None or ctx.digest is None:

@@ -46,6 +46,10 @@ COMMANDS = frozenset({"cli", "cli_options", "commands", "__main__"})
 #: Each side is a unit (a feature, or "reports" for govern/reports) or one dotted module.
 ALLOWED = {
     ("rules", "govern.digest.classes"): "the digest rules read classes through its protocol",
+    ("rules", "govern.digest.columns"): "the digest rules' screens read every class at once "
+    "in the columns the digest's classes give",
+    ("rules", "govern.digest.tables"): "the digest evidence reads tables from fingerprints as "
+    "the class documents do (govern.digest.tables), the screens its write verbs",
     ("reports", "digest"): "renderers read the report model; digest_run drives the digest",
     ("govern.reports.digest_run", "rules"): "digest -> rules -> render applies the digest rules",
     ("govern.reports.digest_run", "history"): "govern digest --store reads the history store",

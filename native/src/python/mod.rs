@@ -401,6 +401,89 @@ impl PyTotal {
         Ok(list)
     }
 
+    /// What the digest rules' screens read of classes `indexes` (packed native u32), in
+    /// columns (govern/rules/screen.py): `(samples, sample_ends, fingerprints,
+    /// fingerprint_ends, counts, flags, maxes)`. Samples and fingerprints are joined, each
+    /// ending where its end says (native u64); counts are native u64; a flag byte per
+    /// class (1 has a sample, 2 truncated, 4 lexically plain (`crate::screen`), 8 sampled:
+    /// a Log_slow_rate_limit other than 0 or 1, 16 some row examined, sent or affected);
+    /// `maxes` holds, per name of `metrics`, each class's largest value (native f64,
+    /// micro-units; -1 without values), 32 the fingerprint may start with one of `verbs`
+    /// (`crate::screen::may_write`). `words` are the statement words META001 knows.
+    #[allow(clippy::type_complexity)]
+    fn rule_columns<'py>(
+        &self,
+        py: Python<'py>,
+        indexes: &[u8],
+        words: Vec<Vec<u8>>,
+        max_depth: usize,
+        metrics: Vec<Vec<u8>>,
+        verbs: Vec<Vec<u8>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let t = &self.inner;
+        let mut words = words;
+        words.sort();
+        let rows = [b"Rows_examined".as_slice(), b"Rows_sent", b"Rows_affected"].map(|m| t.num_id(m));
+        let wanted: Vec<Option<u32>> = metrics.iter().map(|m| t.num_id(m)).collect();
+        let rate = (0..t.text_names.len() as u32).find(|&i| t.text_names.get(i) == b"Log_slow_rate_limit");
+        let (mut samples, mut sample_ends, mut prints, mut print_ends) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut counts, mut flags) = (Vec::new(), Vec::new());
+        let mut maxes: Vec<Vec<u8>> = vec![Vec::new(); wanted.len()];
+        let verbs: Vec<Vec<u8>> = verbs;
+        for chunk in indexes.chunks_exact(4) {
+            let index = u32::from_ne_bytes(chunk.try_into().expect("4 bytes")) as usize;
+            let (fp, slot) = t.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
+            let fingerprint = t.fingerprints.get(*fp);
+            let count = slot.head(|count, nums, strings, sample| {
+                let stats = |id: Option<u32>| id.and_then(|i| nums.get(i as usize)).filter(|s| s.count() > 0);
+                let mut flag = 0u8;
+                if let Some(sample) = sample {
+                    flag |= 1;
+                    if sample.truncated {
+                        flag |= 2;
+                    }
+                    if crate::screen::lexically_plain(&sample.query, &words, max_depth) {
+                        flag |= 4;
+                    }
+                    samples.extend_from_slice(&sample.query);
+                }
+                if let Some(values) = rate.and_then(|i| strings.get(i as usize)) {
+                    if values.other > 0 || values.list.iter().any(|&(v, _)| !matches!(t.texts.get(v), b"0" | b"1")) {
+                        flag |= 8;
+                    }
+                }
+                if rows.iter().any(|&id| stats(id).is_some_and(|s| s.max() != 0)) {
+                    flag |= 16;
+                }
+                if crate::screen::may_write(fingerprint, &verbs) {
+                    flag |= 32;
+                }
+                for (found, id) in maxes.iter_mut().zip(&wanted) {
+                    let value = stats(*id).map_or(-1.0, |s| s.max() as f64);
+                    found.extend_from_slice(&value.to_ne_bytes());
+                }
+                flags.push(flag);
+                count
+            });
+            prints.extend_from_slice(fingerprint);
+            sample_ends.extend_from_slice(&(samples.len() as u64).to_ne_bytes());
+            print_ends.extend_from_slice(&(prints.len() as u64).to_ne_bytes());
+            counts.extend_from_slice(&count.to_ne_bytes());
+        }
+        let maxes = PyList::new(py, maxes.iter().map(|m| PyBytes::new(py, m)))?;
+        (
+            PyBytes::new(py, &samples),
+            PyBytes::new(py, &sample_ends),
+            PyBytes::new(py, &prints),
+            PyBytes::new(py, &print_ends),
+            PyBytes::new(py, &counts),
+            PyBytes::new(py, &flags),
+            maxes,
+        )
+            .into_pyobject(py)
+    }
+
     fn class_at(&self, py: Python<'_>, index: usize) -> PyResult<ClassFigures> {
         let (fp, slot) = self.inner.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
         ClassFigures::new(py, &self.inner, Some(*fp), &slot.get(), &mut HashMap::new())
@@ -422,9 +505,32 @@ fn num_stats(nums: &[crate::aggregate::NumStats], id: Option<u32>) -> Option<&cr
     id.and_then(|i| nums.get(i as usize)).filter(|s| s.count() > 0)
 }
 
+/// The fingerprints (joined, each ending where `ends` says: native u64) that name one
+/// of `keys` (`crate::screen::names_one_of`), as indexes (native u32).
+#[pyfunction]
+fn fingerprints_naming<'py>(
+    py: Python<'py>,
+    fingerprints: &[u8],
+    ends: &[u8],
+    keys: Vec<Vec<u8>>,
+) -> Bound<'py, PyBytes> {
+    let keys: std::collections::HashSet<Vec<u8>> = keys.into_iter().collect();
+    let mut found: Vec<u8> = Vec::new();
+    let mut start = 0usize;
+    for (index, chunk) in ends.chunks_exact(8).enumerate() {
+        let end = (u64::from_ne_bytes(chunk.try_into().expect("8 bytes")) as usize).min(fingerprints.len());
+        if crate::screen::names_one_of(&fingerprints[start.min(end)..end], &keys) {
+            found.extend_from_slice(&(index as u32).to_ne_bytes());
+        }
+        start = end;
+    }
+    PyBytes::new(py, &found)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(range_handle, m)?)?;
+    m.add_function(wrap_pyfunction!(fingerprints_naming, m)?)?;
     m.add_class::<Range>()?;
     m.add_class::<PyTotal>()?;
     m.add_class::<PyFileMap>()?;
