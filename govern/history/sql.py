@@ -1059,26 +1059,10 @@ class SqlStore:
         for name in names:
             for meta, classes in self._bucket_units(name, low, high, shares):
                 merger.add(meta, classes)
-        rows = digest_rows(merger.digest())
-        with self._transaction():
-            self.run("DELETE FROM history_fleet_hour_classes WHERE start = ?", (low,))
-            self._insert(
-                "history_fleet_hour_classes",
-                ("start", "class_id", "count", "query_time", "qt_max", "qt_sketch", "state",
-                 "hosts"),
-                [
-                    (low, c.class_id, c.count, c.query_time, c.qt_max, c.qt_sketch, c.state,
-                     pack(shares.get(c.class_id, {})))
-                    for c in rows.classes
-                ],
-            )  # fmt: skip
-            self.run(
-                "UPDATE history_fleet_hours SET events = ?, query_time = ?, qt_sketch = ?,"
-                " meta = ?, hosts = ?, rolled_at = ?, claimed_at = NULL,"
-                " stale = CASE WHEN version = ? THEN 0 ELSE 1 END WHERE start = ?",
-                (rows.events, rows.query_time, rows.qt_sketch, rows.meta, len(names),
-                 stamp(dt.datetime.now()), version, low),
-            )  # fmt: skip
+        self._write_fleet_roll_up(
+            ("history_fleet_hours", "history_fleet_hour_classes", "start", low),
+            merger, shares, len(names), version, "claimed_at = NULL, ",
+        )  # fmt: skip
 
     def _roll_up_blocks(self, ladder: Ladder, last: int) -> int:
         """Build every block of the ladder that ended by unit ``last`` and is missing or out
@@ -1184,24 +1168,42 @@ class SqlStore:
         else:
             for name in names:
                 merger.add(*self._day_unit(name, day, shares))
+        self._write_fleet_roll_up(
+            ("history_fleet_days", "history_fleet_classes", "day", day),
+            merger, shares, len(names), version,
+        )  # fmt: skip
+
+    def _write_fleet_roll_up(
+        self,
+        where: tuple[str, str, str, str],
+        merger: Merger,
+        shares: dict[str, dict[str, list[int]]],
+        hosts: int,
+        version: int,
+        also: str = "",
+    ) -> None:
+        """Replace a fleet roll-up (a day or an hour: its head table, class table, key
+        column and key) with ``merger``'s digest; fresh unless its version moved meanwhile."""
+        head, table, column, key = where
         rows = digest_rows(merger.digest())
         with self._transaction():
-            self.run("DELETE FROM history_fleet_classes WHERE day = ?", (day,))
+            self.run(f"DELETE FROM {table} WHERE {column} = ?", (key,))
             self._insert(
-                "history_fleet_classes",
-                ("day", "class_id", "count", "query_time", "qt_max", "qt_sketch", "state", "hosts"),
+                table,
+                (column, "class_id", "count", "query_time", "qt_max", "qt_sketch", "state",
+                 "hosts"),
                 [
-                    (day, c.class_id, c.count, c.query_time, c.qt_max, c.qt_sketch, c.state,
+                    (key, c.class_id, c.count, c.query_time, c.qt_max, c.qt_sketch, c.state,
                      pack(shares.get(c.class_id, {})))
                     for c in rows.classes
                 ],
             )  # fmt: skip
             self.run(
-                "UPDATE history_fleet_days SET events = ?, query_time = ?, qt_sketch = ?,"
-                " meta = ?, hosts = ?, rolled_at = ?,"
-                " stale = CASE WHEN version = ? THEN 0 ELSE 1 END WHERE day = ?",
-                (rows.events, rows.query_time, rows.qt_sketch, rows.meta, len(names),
-                 stamp(dt.datetime.now()), version, day),
+                f"UPDATE {head} SET events = ?, query_time = ?, qt_sketch = ?, meta = ?,"
+                f" hosts = ?, rolled_at = ?, {also}"
+                f"stale = CASE WHEN version = ? THEN 0 ELSE 1 END WHERE {column} = ?",
+                (rows.events, rows.query_time, rows.qt_sketch, rows.meta, hosts,
+                 stamp(dt.datetime.now()), version, key),
             )  # fmt: skip
 
     def retain(
