@@ -247,12 +247,21 @@ pub fn connection_number(name: &[u8]) -> u64 {
 /// returns early with text of the statement: administrator commands and CALL, which are
 /// fingerprinted every time. On the lab's logs most statements differ from an earlier one
 /// only in their digits, and folding and comparing them costs a fraction of pt's steps.
+///
+/// A statement the first key misses (other string literals, another number of rows in a
+/// multi-row INSERT, or longer than `LONGEST`) gets a second chance: the text pt's string
+/// rules leave (`Fingerprinter::fingerprint_unless`: strings already `?`, an INSERT cut
+/// after its first tuple), with its digits as `0`, keys a second table; only the
+/// per-character pass and the list rules, most of a fingerprint's cost, are saved there.
 #[derive(Default)]
 struct FingerprintCache {
-    /// (hash, start and length of the key in `keys`, fingerprint id).
-    table: hashbrown::HashTable<(u64, u32, u32, u32)>,
+    /// (hash, start and length of the key in `keys`, fingerprint id): statements.
+    table: KeyTable,
+    /// The same for the texts after the string rules.
+    texts: KeyTable,
     keys: Vec<u8>,
     key: Vec<u8>,
+    text_key: Vec<u8>,
     hasher: foldhash::fast::FixedState,
 }
 
@@ -263,26 +272,63 @@ impl FingerprintCache {
     const BYTES: usize = 16 << 20;
 
     fn id(&mut self, statement: &[u8], fp: &mut Fingerprinter, fingerprints: &mut Interner) -> u32 {
-        if statement.len() > Self::LONGEST || !crate::fingerprint::digits_never_matter(statement) {
-            return fingerprints.id(fp.fingerprint(statement));
+        let by_statement = statement.len() <= Self::LONGEST && crate::fingerprint::digits_never_matter(statement);
+        let mut statement_hash = 0;
+        if by_statement {
+            statement_hash = fold(&self.hasher, statement, &mut self.key);
+            if let Some(id) = find(&self.table, &self.keys, &self.key, statement_hash) {
+                return id;
+            }
         }
-        self.key.clear();
-        self.key.extend(statement.iter().map(|&b| if b.wrapping_sub(b'1') < 9 { b'0' } else { b }));
-        let hash = std::hash::BuildHasher::hash_one(&self.hasher, &self.key[..]);
-        let (keys, key) = (&self.keys, &self.key[..]);
-        if let Some(&(_, _, _, id)) =
-            self.table.find(hash, |e| e.0 == hash && &keys[e.1 as usize..(e.1 + e.2) as usize] == key)
-        {
-            return id;
-        }
-        let id = fingerprints.id(fp.fingerprint(statement));
-        if self.keys.len() + key.len() <= Self::BYTES {
-            let entry = (hash, self.keys.len() as u32, key.len() as u32, id);
-            self.keys.extend_from_slice(key);
-            self.table.insert_unique(hash, entry, |e| e.0);
+        let mut text_hash = None;
+        let found = fp.fingerprint_unless(statement, |text| {
+            if text.len() > Self::LONGEST {
+                return None;
+            }
+            let hash = fold(&self.hasher, text, &mut self.text_key);
+            text_hash = Some(hash);
+            find(&self.texts, &self.keys, &self.text_key, hash)
+        });
+        let id = match found {
+            Ok(id) => id,
+            Err(fingerprint) => {
+                let id = fingerprints.id(fingerprint);
+                if let Some(hash) = text_hash {
+                    insert(&mut self.texts, &mut self.keys, &self.text_key, hash, id);
+                }
+                id
+            }
+        };
+        if by_statement {
+            insert(&mut self.table, &mut self.keys, &self.key, statement_hash, id);
         }
         id
     }
+}
+
+type KeyTable = hashbrown::HashTable<(u64, u32, u32, u32)>;
+
+/// `key` = `s` with every digit as `0`; its hash.
+#[inline]
+fn fold(hasher: &foldhash::fast::FixedState, s: &[u8], key: &mut Vec<u8>) -> u64 {
+    key.clear();
+    key.extend(s.iter().map(|&b| if b.wrapping_sub(b'1') < 9 { b'0' } else { b }));
+    std::hash::BuildHasher::hash_one(hasher, &key[..])
+}
+
+#[inline]
+fn find(table: &KeyTable, keys: &[u8], key: &[u8], hash: u64) -> Option<u32> {
+    table.find(hash, |e| e.0 == hash && &keys[e.1 as usize..(e.1 + e.2) as usize] == key).map(|e| e.3)
+}
+
+/// Store `key` in `keys` and `table`, while the byte budget allows.
+fn insert(table: &mut KeyTable, keys: &mut Vec<u8>, key: &[u8], hash: u64, id: u32) {
+    if keys.len() + key.len() > FingerprintCache::BYTES {
+        return;
+    }
+    let entry = (hash, keys.len() as u32, key.len() as u32, id);
+    keys.extend_from_slice(key);
+    table.insert_unique(hash, entry, |e| e.0);
 }
 
 struct Digester<'o> {

@@ -181,7 +181,30 @@ fn cached_fingerprints_are_the_fingerprints() {
         b"INSERT INTO t4 VALUES (3)",
         b"SELECT 1 /*foo.bar:1/2*/",
         b"SELECT 2 /*foo.bar:3/4*/",
+        // The second key (the text after the string rules): other strings, an INSERT cut
+        // inside a string, escapes, comments inside strings, long multi-row INSERTs.
+        b"SELECT a FROM t9 WHERE x = 'b c' LIMIT 30",
+        b"SELECT a FROM t9 WHERE x = \"q\" LIMIT 30",
+        b"INSERT INTO t5 VALUES ('a),(b')",
+        b"INSERT INTO t5 VALUES ('c')",
+        b"INSERT INTO t5 VALUES ('d'),('e')",
+        b"SELECT 'it\\'s', 'x' FROM t7",
+        b"SELECT 'its', 'x' FROM t7",
+        b"SELECT '-- x\n', 'y' FROM t7",
+        b"SELECT '-- z\n', 'w' FROM t7",
+        b"SELECT '/* x', '*/' FROM t7",
     ];
+    let long: Vec<Vec<u8>> = [300, 400]
+        .iter()
+        .map(|&rows| {
+            let mut s = b"INSERT INTO t6 VALUES (0,'a')".to_vec();
+            for r in 1..rows {
+                s.extend_from_slice(format!(",({r},'v{r}')").as_bytes());
+            }
+            s
+        })
+        .collect();
+    let statements: Vec<&[u8]> = statements.iter().copied().chain(long.iter().map(|s| &s[..])).collect();
     let mut log = b"# Time: 261121 22:42:45\n".to_vec();
     let mut want = std::collections::BTreeMap::new();
     for round in 0..3 {
