@@ -308,7 +308,8 @@ def compare_saved(
 
 
 def _load_rules() -> None:
-    import sqlglot  # noqa: F401
-
     import govern.rules.digest
     import govern.rules.sql.statement  # noqa: F401
+    from govern.rules.catalog.parsing import load_grammar
+
+    load_grammar()
