@@ -202,7 +202,8 @@ def test_integer_lists_lex_in_one_match_and_compact_to_their_ends() -> None:
     ``compact=True`` keeps of an ``IN (`` list its first item and comma, then its last."""
     spaced = ", ".join(str(n) for n in range(1, 41))
     tight = ",".join(str(n) for n in range(100, 112))
-    text = f"SELECT a FROM t WHERE id IN ({spaced}) AND b IN ({tight}) OR (c, d) = (1,2,3,4,5,6,7,8,9)"
+    text = f"SELECT a FROM t WHERE id IN ({spaced}) AND b IN ({tight})"
+    text += " OR (c, d) = (1,2,3,4,5,6,7,8,9)"
     full = tokenize(text)
     expected = [(m.group(), m.start()) for m in re.finditer(r"\w+|[(),=]", text)]
     assert [(text[t.start : t.end], t.start) for t in full] == expected
