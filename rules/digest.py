@@ -18,7 +18,7 @@ the nearest ``govern.toml``/``[tool.govern]``, ``--select``/``--ignore``,
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -147,14 +147,15 @@ def check_document(
     by_class: dict[str, list[Finding]] = {}
     suppressed = 0
     truncated = screen.count_flagged(TRUNCATED)
-    # Only the classes some rule can fire on are read (govern/rules/screen.py).
-    for position in candidates(screen, ruleset.statement_rules(), ctx):
+    # Only the classes some rule can fire on are read, each by those rules only
+    # (govern/rules/screen.py).
+    for position, rules in screened(screen, ruleset.statement_rules(), ctx):
         item = classes.view_at(position)
         sample = item.get("sample")
         if not sample:
             continue
-        subject = Statement.from_sql(sample["query"], class_id=item["id"], stats=item)
-        result = check_statement(subject, ruleset, ctx, config)
+        subject = Statement.from_sql(sample["query"], class_id=item["id"], stats=item, compact=True)
+        result = check_statement(subject, ruleset, ctx, config, rules)
         findings = result.findings
         if sample.get("truncated"):
             findings = [f for f in findings if f.rule_id not in _NEEDS_WHOLE_TEXT]
@@ -184,12 +185,23 @@ def check_document(
     )
 
 
-def candidates(screen: Screen, rules: Iterable[Rule], ctx: Context) -> Sequence[int]:
-    """The classes some rule of ``rules`` can fire on (govern/rules/screen.py), in order."""
-    found = set(screen.always)
+def screened(
+    screen: Screen, rules: Sequence[Rule], ctx: Context
+) -> Iterator[tuple[int, Sequence[Rule]]]:
+    """The classes some rule of ``rules`` can fire on (govern/rules/screen.py), in order,
+    each with those rules (in ``rules``' order; every rule for a class always read)."""
+    by_class: dict[int, list[Rule]] = {}
     for rule in rules:
-        screened = rule.digest_screen(screen, ctx)
-        if screened is None:
-            return range(screen.size)
-        found |= screened
-    return sorted(found)
+        screen_of = rule.digest_screen(screen, ctx)
+        if screen_of is None:  # a rule without a screen: every class, every rule
+            yield from ((position, rules) for position in range(screen.size))
+            return
+        for position in screen_of:
+            found = by_class.get(position)
+            if found is None:
+                by_class[position] = [rule]
+            else:
+                found.append(rule)
+    always = screen.always
+    for position in sorted(by_class.keys() | always):
+        yield position, rules if position in always else by_class[position]

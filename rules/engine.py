@@ -175,16 +175,21 @@ def _checked(rule: Rule, subject: Statement, ctx: Context) -> Iterable[Finding]:
 
 
 def check_statement(
-    statement: Statement, ruleset: RuleSet, ctx: Context, config: RulesConfig
+    statement: Statement,
+    ruleset: RuleSet,
+    ctx: Context,
+    config: RulesConfig,
+    rules: Iterable[Rule] | None = None,
 ) -> CheckResult:
     """The rules over one subject, e.g. a digest class's sample query.
 
     Suppression comments inside the sample work as in a file, and
     ``per-class-ignores`` of the config drop rules for the statement's class ID
-    (the 32-hex query ID or its last 16 hex digits, in any case).
+    (the 32-hex query ID or its last 16 hex digits, in any case). ``rules``: only
+    these of the ruleset's statement rules (the others cannot fire on the subject).
     """
     raw: list[Finding] = []
-    for rule in ruleset.statement_rules():
+    for rule in ruleset.statement_rules() if rules is None else rules:
         raw.extend(_checked(rule, statement, ctx))
     ignored = config.ignored_for_class(statement.class_id)
     before = len(raw)

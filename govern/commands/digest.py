@@ -10,8 +10,7 @@ import click
 
 from govern.cli_options import state_option
 from govern.digest.filters import parse_filters, parse_time
-from govern.digest.options import DigestOptions
-from govern.digest.pt_tables import PtTablesOptions
+from govern.digest.options import DigestOptions, PtTablesOptions
 from govern.errors import EXIT_FINDINGS, UsageError
 from govern.output import info, is_terminal, warn
 from govern.reports.digest_run import (

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from govern.digest.engine import EngineOptions
 from govern.digest.filters import Filters
+from govern.errors import UsageError
 
 
 @dataclass
@@ -31,3 +32,29 @@ class DigestOptions:
             filters=self.filters,
             server=host,
         )
+
+
+@dataclass(frozen=True)
+class PtTablesOptions:
+    """What ``--review``/``--history`` asked: the two DSNs (either may be None) and the
+    switches. Here, not in govern/digest/pt_tables.py: a digest without them never loads
+    pymysql."""
+
+    review: str | None = None
+    history: str | None = None
+    create_review: bool = False
+    create_history: bool = False
+    replicate: bool = False  # log the writes in the binary log (replicas get the tables)
+    defaults_file: str | None = None
+
+    def check(self) -> None:
+        if self.create_review and not self.review:
+            raise UsageError("--create-review-table: only with --review")
+        if self.create_history and not self.history:
+            raise UsageError("--create-history-table: only with --history")
+        if self.replicate and not (self.review or self.history):
+            raise UsageError("--replicate-tables: only with --review or --history")
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.review or self.history)

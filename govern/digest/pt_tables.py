@@ -28,6 +28,7 @@ from govern.connection import (
     query_one,
     resolve_settings,
 )
+from govern.digest.options import PtTablesOptions
 from govern.digest.pt_ddl import HISTORY_DDL, REVIEW_DDL, history_attribute
 from govern.digest.pt_history import LogAttributes, history_values, review_row
 from govern.errors import ServerError, UsageError
@@ -104,30 +105,6 @@ def parse_pt_dsn(
     return PtDsn(
         option, settings, fields.get("D") or DEFAULT_DATABASE, fields.get("t") or default_table
     )
-
-
-@dataclass(frozen=True)
-class PtTablesOptions:
-    """What the command line asked: the two DSNs (either may be None) and the switches."""
-
-    review: str | None = None
-    history: str | None = None
-    create_review: bool = False
-    create_history: bool = False
-    replicate: bool = False  # log the writes in the binary log (replicas get the tables)
-    defaults_file: str | None = None
-
-    def check(self) -> None:
-        if self.create_review and not self.review:
-            raise UsageError("--create-review-table: only with --review")
-        if self.create_history and not self.history:
-            raise UsageError("--create-history-table: only with --history")
-        if self.replicate and not (self.review or self.history):
-            raise UsageError("--replicate-tables: only with --review or --history")
-
-    @property
-    def wanted(self) -> bool:
-        return bool(self.review or self.history)
 
 
 @dataclass

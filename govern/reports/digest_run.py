@@ -19,9 +19,8 @@ from govern.digest.checks import input_warnings, order_warning
 from govern.digest.document import build_document, limit_classes
 from govern.digest.load import load_report
 from govern.digest.merge import merge_reports
-from govern.digest.options import DigestOptions
+from govern.digest.options import DigestOptions, PtTablesOptions
 from govern.digest.ordering import parse_order_by
-from govern.digest.pt_tables import PtTables, PtTablesOptions
 from govern.digest.report import Report
 from govern.digest.result import Digest
 from govern.digest.runner import digest_paths
@@ -29,6 +28,7 @@ from govern.errors import UsageError
 from govern.output import info, print_json, warn
 
 if TYPE_CHECKING:
+    from govern.digest.pt_tables import PtTables
     from govern.html.markup import Markup
     from govern.reports.compare import Comparison
     from govern.rules.digest import DigestRuleOptions
@@ -132,6 +132,8 @@ def _opened(tables: PtTablesOptions | None) -> Iterator[PtTables | None]:
     if tables is None or not tables.wanted:
         yield None
         return
+    from govern.digest.pt_tables import PtTables  # pymysql: only for --review/--history
+
     writer = PtTables.open(tables)
     try:
         yield writer
@@ -306,7 +308,8 @@ def compare_saved(
 
 
 def _load_rules() -> None:
-    import sqlglot  # noqa: F401
-
     import govern.rules.digest
     import govern.rules.sql.statement  # noqa: F401
+    from govern.rules.catalog.parsing import load_grammar
+
+    load_grammar()

@@ -72,6 +72,7 @@ class ParseError(Rule):
         found = grammar_problem(statement)
         if found is not None:
             why, offset = found
+            statement = statement.expanded()  # the token at the offset may be an IN list's
             at = next((i for i, t in enumerate(statement.tokens) if t.end > offset), 0)
             yield self.finding(
                 statement,

@@ -38,6 +38,7 @@ COMMENT = "comment"  # only comments that mention ``govern:`` are kept (suppress
 _REGEX = r"""
     (?P<delim>(?<![^\n])[^\S\n]*(?i:delimiter)[^\S\n]+(?P<dvalue>\S+)[^\n]*)
     |(?P<ws>[^\S\n]+|\n)
+    |(?P<run>(?:\d+,[ ]?){8,})
     |(?P<number>[xX]'[0-9a-fA-F]*'|[bB]'[01]*'|0[xX][0-9a-fA-F]+\b|0[bB][01]+\b
         |(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)
     |(?P<word>[^\W\d][\w$]*)
@@ -127,19 +128,33 @@ class Source:
 
 
 def tokenize(
-    text: str, start: int = 0, end: int | None = None, *, delimiters: bool = True
+    text: str,
+    start: int = 0,
+    end: int | None = None,
+    *,
+    delimiters: bool = True,
+    compact: bool = False,
 ) -> list[Token]:
     """All code tokens of ``text``; comments are dropped unless they carry ``govern:``.
 
     Never raises: an unterminated string or comment becomes an ERROR token that
     META001 reports, and tokenising stops there. ``start``/``end`` limit the scan
     to a span (offsets stay those of ``text``); ``delimiters=False`` reads a
-    ``DELIMITER`` line as plain words.
+    ``DELIMITER`` line as plain words. ``compact=True`` gives of an ``IN (`` list of
+    integers only its first item and comma, then its last item (:meth:`Statement.from_sql`).
     """
     tokens: list[Token] = []
-    for block in token_blocks(text, start, end, delimiters=delimiters):
+    for block in token_blocks(text, start, end, delimiters=delimiters, compact=compact):
         tokens.extend(block)
     return tokens
+
+
+def _after_in(tokens: list[Token]) -> bool:
+    """The last tokens are ``IN (``."""
+    if len(tokens) < 2:
+        return False
+    bracket, word = tokens[-1], tokens[-2]
+    return bracket.kind is OP and bracket.value == "(" and word.kind is WORD and word.value == "IN"
 
 
 def token_blocks(
@@ -149,6 +164,7 @@ def token_blocks(
     *,
     delimiters: bool = True,
     size: int = 8192,
+    compact: bool = False,
 ) -> Iterator[list[Token]]:
     """The tokens of ``text`` in lists of about ``size``: a large file is never in memory
     as tokens all at once (the splitter consumes blocks as it goes)."""
@@ -156,12 +172,30 @@ def token_blocks(
     append = tokens.append
     new = tuple.__new__  # twice as fast as Token(...) on a million tokens
     pattern = _PATTERN if delimiters else _PATTERN_NO_DELIMITER
+    in_lists = compact
     for match in pattern.finditer(text, start, len(text) if end is None else end):
         kind = match.lastgroup
         if kind == "ws":
             continue
         if kind == "word":
             append(new(Token, (WORD, intern(match.group().upper()), *match.span())))
+        elif kind == "run":
+            # Integers each followed by a comma (an IN list): the tokens the alternatives
+            # below would give, without a match per token.
+            at = match.start()
+            items = match.group().split(",")
+            if in_lists and _after_in(tokens):
+                del items[1:]  # ``compact``: the first item and its comma stand for the run
+            for item in items:
+                if not item or item == " ":
+                    break  # the run ends with its last comma
+                if item[0] == " ":
+                    at += 1
+                    item = item[1:]
+                stop = at + len(item)
+                append(new(Token, (NUMBER, item, at, stop)))
+                append(new(Token, (OP, ",", stop, stop + 1)))
+                at = stop + 1
         elif kind == "op" or kind == "other":
             append(new(Token, (OP, match.group(), *match.span())))
         elif kind in _KINDS:

@@ -109,6 +109,8 @@ class Statement:
     #: At the end of a file still waiting for a custom delimiter: (delimiter, line of its
     #: DELIMITER command). A block whose closing delimiter was forgotten ends here.
     open_delimiter: tuple[str, int] | None = None
+    #: Built with ``compact=True``: IN lists of integers hold their first and last item only.
+    compact: bool = False
 
     @classmethod
     def from_sql(
@@ -118,13 +120,25 @@ class Statement:
         path: str | None = None,
         class_id: str | None = None,
         stats: Mapping[str, Any] | None = None,
+        compact: bool = False,
     ) -> Statement:
-        """A subject from one statement's text: a digest sample or a test example."""
-        return cls(
-            Source(sql, path),
-            [t for t in tokenize(sql, delimiters=False) if t.kind != "comment"],
-            class_id=class_id,
-            stats=stats,
+        """A subject from one statement's text: a digest sample or a test example.
+
+        ``compact=True`` (a digest's samples) leaves out the middle of each ``IN (`` list
+        of integers: ``IN (1, 2, …, 3000)`` becomes the tokens ``IN ( 1 , 3000 )``. No
+        catalog rule reads those items (docs/design/rules.md "Screens"), and a sample's
+        9 KB IN list is then two tokens instead of 6,000; :meth:`expanded` has them all."""
+        tokens = tokenize(sql, delimiters=False, compact=compact)
+        if "govern:" in sql:
+            tokens = [t for t in tokens if t.kind != "comment"]
+        return cls(Source(sql, path), tokens, class_id=class_id, stats=stats, compact=compact)
+
+    def expanded(self) -> Statement:
+        """This statement with every token (itself unless built with ``compact=True``)."""
+        if not self.compact:
+            return self
+        return Statement.from_sql(
+            self.source.text, path=self.source.path, class_id=self.class_id, stats=self.stats
         )
 
     # --- position and text ----------------------------------------------------------

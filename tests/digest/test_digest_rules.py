@@ -229,3 +229,47 @@ def test_text_and_markdown_show_findings_next_to_their_classes(rules_log: Path) 
     markdown = _govern("digest", str(rules_log), "--format", "md", "--top", "40")
     assert "### Findings" in markdown.stdout
     assert "**BATCH009** warning:" in markdown.stdout
+
+
+def _everything(screen: Any, rules: Any, ctx: Any) -> Any:
+    """Every class, by every rule: what the screens spare (rules/digest.py ``screened``)."""
+    return ((position, rules) for position in range(screen.size))
+
+
+@pytest.mark.parametrize("source", ["rules_log", "corpus"])
+def test_screens_and_compact_samples_change_no_finding(
+    source: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rules read only the classes their screens name, and samples with IN lists of
+    integers compacted (the corpus log's hold 3,000 items): the findings, suppressions and
+    notes are those of every rule over every class with every token."""
+    from govern.rules import digest as rules_digest
+    from govern.rules.sql import lexer
+    from tests.paths import require_corpus
+
+    if source == "corpus":
+        log = require_corpus() / "mariadb" / "mixed-workload.log"
+    else:
+        log = request.getfixturevalue("rules_log")
+    document = to_document(digest_paths([str(log)], DigestOptions(jobs=1)))
+    options = DigestRuleOptions(target="mariadb-10.11")
+    fast = check_document(document, options)
+    compacted = []
+    real_after_in = lexer._after_in
+
+    def after_in(tokens: Any) -> bool:
+        found = real_after_in(tokens)
+        compacted.append(found)
+        return False
+
+    monkeypatch.setattr(lexer, "_after_in", after_in)
+    monkeypatch.setattr(rules_digest, "screened", _everything)
+    slow = check_document(document, options)
+    assert fast.to_json() == slow.to_json()
+    assert fast.suppressed == slow.suppressed
+    assert {k: [f.to_json() for f in v] for k, v in fast.by_class.items()} == {
+        k: [f.to_json() for f in v] for k, v in slow.by_class.items()
+    }
+    assert fast.findings
+    if source == "corpus":
+        assert any(compacted)  # it has IN lists the fast pass compacted

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
@@ -194,3 +195,26 @@ def test_reading_in_windows_gives_the_same_statements_and_positions(chunk: int) 
     assert _windowed(text, chunk) == (whole, whole_comments)
     reference = [(s.text, s.lines, s.position()) for s in parse_script(text).statements]
     assert [w[:3] for w in whole] == reference
+
+
+def test_integer_lists_lex_in_one_match_and_compact_to_their_ends() -> None:
+    """A run of integers and commas is one regex match with the tokens of one match each;
+    ``compact=True`` keeps of an ``IN (`` list its first item and comma, then its last."""
+    spaced = ", ".join(str(n) for n in range(1, 41))
+    tight = ",".join(str(n) for n in range(100, 112))
+    text = f"SELECT a FROM t WHERE id IN ({spaced}) AND b IN ({tight})"
+    text += " OR (c, d) = (1,2,3,4,5,6,7,8,9)"
+    full = tokenize(text)
+    expected = [(m.group(), m.start()) for m in re.finditer(r"\w+|[(),=]", text)]
+    assert [(text[t.start : t.end], t.start) for t in full] == expected
+    compact = tokenize(text, compact=True)
+    values = [t.value for t in compact]
+    at = values.index("IN")
+    assert values[at : at + 6] == ["IN", "(", "1", ",", "40", ")"]
+    at = values.index("IN", at + 1)
+    assert values[at : at + 6] == ["IN", "(", "100", ",", "111", ")"]
+    assert values[-19:] == [t.value for t in full[-19:]]  # (1,2,…,9) follows no IN
+    assert set(compact) <= set(full) and len(full) - len(compact) == 38 * 2 + 10 * 2
+    statement = Statement.from_sql(text, compact=True)
+    assert statement.tokens == compact and statement.expanded().tokens == full
+    assert statement.text == statement.expanded().text == text
