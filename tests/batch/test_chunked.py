@@ -77,6 +77,16 @@ def _walk(state: Path) -> dict[str, Any] | None:
     return dict(row) if row else None
 
 
+def _lock_waits(conn: Any) -> int:
+    """Transactions waiting on a row lock of ``app.walk``, as the server sees them."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT COUNT(*) FROM information_schema.INNODB_TRX"
+            " WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE '%walk%'"
+        )
+        return int(cur.fetchone()[0])
+
+
 def _open_holds(state: Path) -> int:
     with StateStore.open(state) as store:
         return int(
@@ -92,6 +102,12 @@ def test_a_killed_walk_goes_on_from_its_last_committed_chunk(
     conn = connect("root")
     fill(conn, 20_000)
     flag = tmp_path / "hold"
+    # A row lock in the walk's way keeps it from ending before the flag is down: a free walk
+    # of 20,000 rows takes well under a second, less than a loaded test runner may sleep.
+    blocker = connect("root")
+    blocker.begin()
+    with blocker.cursor() as cur:
+        cur.execute("SELECT COUNT(*) FROM app.walk WHERE g = 2 FOR UPDATE")
     cnf = str(server.defaults_file("govern_admin"))
     statement = "UPDATE app.walk SET n = n + 1"
     command = [
@@ -114,11 +130,15 @@ def test_a_killed_walk_goes_on_from_its_last_committed_chunk(
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while (walk := _walk(state_path)) is None or walk["chunks"] < 3:
+    deadline = time.monotonic() + 40  # under innodb_lock_wait_timeout (50 s)
+    while _lock_waits(conn) == 0:  # it waits on the row lock, its first chunks committed
         assert time.monotonic() < deadline and first.poll() is None
         time.sleep(0.01)
-    flag.write_text("")  # it holds between two chunks...
+    walk = _walk(state_path)
+    assert walk is not None and walk["chunks"] >= 1 and walk["in_flight"] is not None
+    flag.write_text("")
+    time.sleep(0.1)  # longer than the interval: its next poll after the chunk reads the flag
+    blocker.rollback()  # the chunk commits, and it holds between two chunks...
     while _open_holds(state_path) == 0:
         assert time.monotonic() < deadline
         time.sleep(0.02)
