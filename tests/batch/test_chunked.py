@@ -104,10 +104,16 @@ def test_a_killed_walk_goes_on_from_its_last_committed_chunk(
     flag = tmp_path / "hold"
     # A row lock in the walk's way keeps it from ending before the flag is down: a free walk
     # of 20,000 rows takes well under a second, less than a loaded test runner may sleep.
+    # The locked row is the 1,501st key: past the first chunk (always 1,000 keys) and the
+    # record after it (which the first chunk's range scan may lock), and near enough for
+    # a walk whose chunks shrank to a few rows on a loaded server to reach it soon.
+    with conn.cursor() as cur:
+        cur.execute("SELECT g, name FROM app.walk ORDER BY g, name LIMIT 1 OFFSET 1500")
+        key = cur.fetchone()
     blocker = connect("root")
     blocker.begin()
     with blocker.cursor() as cur:
-        cur.execute("SELECT COUNT(*) FROM app.walk WHERE g = 2 FOR UPDATE")
+        cur.execute("SELECT n FROM app.walk WHERE g = %s AND name = %s FOR UPDATE", key)
     cnf = str(server.defaults_file("govern_admin"))
     statement = "UPDATE app.walk SET n = n + 1"
     command = [
@@ -140,7 +146,7 @@ def test_a_killed_walk_goes_on_from_its_last_committed_chunk(
     time.sleep(0.1)  # longer than the interval: its next poll after the chunk reads the flag
     blocker.rollback()  # the chunk commits, and it holds between two chunks...
     while _open_holds(state_path) == 0:
-        assert time.monotonic() < deadline
+        assert time.monotonic() < deadline and first.poll() is None, _walk(state_path)
         time.sleep(0.02)
     second = CliRunner().invoke(cli, [*command[3:]])  # ...and one run at a time
     assert second.exit_code == 3
