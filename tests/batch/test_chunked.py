@@ -77,16 +77,6 @@ def _walk(state: Path) -> dict[str, Any] | None:
     return dict(row) if row else None
 
 
-def _lock_waits(conn: Any) -> int:
-    """Transactions waiting on a row lock of ``app.walk``, as the server sees them."""
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT COUNT(*) FROM information_schema.INNODB_TRX"
-            " WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE '%walk%'"
-        )
-        return int(cur.fetchone()[0])
-
-
 def _open_holds(state: Path) -> int:
     with StateStore.open(state) as store:
         return int(
@@ -106,7 +96,8 @@ def test_a_killed_walk_goes_on_from_its_last_committed_chunk(
     # of 20,000 rows takes well under a second, less than a loaded test runner may sleep.
     # The locked row is the 1,501st key: past the first chunk (always 1,000 keys) and the
     # record after it (which the first chunk's range scan may lock), and near enough for
-    # a walk whose chunks shrank to a few rows on a loaded server to reach it soon.
+    # a walk whose chunks shrank to a few rows on a loaded server to reach it soon. The lock
+    # is released once the walk holds, or once it waits on the lock after the flag is down.
     with conn.cursor() as cur:
         cur.execute("SELECT g, name FROM app.walk ORDER BY g, name LIMIT 1 OFFSET 1500")
         key = cur.fetchone()
@@ -136,18 +127,26 @@ def test_a_killed_walk_goes_on_from_its_last_committed_chunk(
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 40  # under innodb_lock_wait_timeout (50 s)
-    while _lock_waits(conn) == 0:  # it waits on the row lock, its first chunks committed
+    deadline = time.monotonic() + 60
+    while (walk := _walk(state_path)) is None or walk["chunks"] < 1:
         assert time.monotonic() < deadline and first.poll() is None
         time.sleep(0.01)
-    walk = _walk(state_path)
-    assert walk is not None and walk["chunks"] >= 1 and walk["in_flight"] is not None
-    flag.write_text("")
-    time.sleep(0.1)  # longer than the interval: its next poll after the chunk reads the flag
-    blocker.rollback()  # the chunk commits, and it holds between two chunks...
+    flag.write_text("")  # it holds between two chunks...
+    locked, seen, since = True, None, time.monotonic()
     while _open_holds(state_path) == 0:
         assert time.monotonic() < deadline and first.poll() is None, _walk(state_path)
+        walk = _walk(state_path)
+        now = (walk["chunks"], walk["in_flight"]) if walk else None
+        if now != seen:
+            seen, since = now, time.monotonic()
+        elif locked and now and now[1] is not None and time.monotonic() - since > 0.3:
+            # one chunk in flight for 0.3 s: it waits on the row lock. Its last poll is
+            # older than the flag: once the chunk commits, the next pause reads the flag.
+            blocker.rollback()
+            locked = False
         time.sleep(0.02)
+    if locked:
+        blocker.rollback()
     second = CliRunner().invoke(cli, [*command[3:]])  # ...and one run at a time
     assert second.exit_code == 3
     assert "this change is already running" in second.output
