@@ -463,6 +463,12 @@ class FollowedLog:
                 if tracked.offset >= size:
                     break
                 raw = os.pread(fd, min(size - tracked.offset, length), tracked.offset)
+                if not _starts_as(fd, tracked):
+                    # cut back since refresh (copytruncate) and written again: ``raw`` may
+                    # be the new content at the old offset. The next poll reads the rest
+                    # from the copy, then the new content from its start.
+                    reading.caught_up = False
+                    break
                 ends = tracked.offset + len(raw) >= size
                 taken = self._take(tracked, raw, ends and whole_ok, reading)
                 if taken is None:
@@ -552,6 +558,14 @@ def _count_lines(tracked: Tracked, plain: bool, lines: int) -> None:
     tracked.lines += lines
     if plain:
         tracked.raw_lines += lines
+
+
+def _starts_as(fd: int, tracked: Tracked) -> bool:
+    """Does the open file still start as ``tracked`` did (not cut back under the reader)?"""
+    if not tracked.head_len:
+        return True
+    data = os.pread(fd, tracked.head_len, 0)
+    return len(data) == tracked.head_len and _checksum(data) == tracked.head
 
 
 def _same(tracked: Tracked, found: os.stat_result) -> bool:

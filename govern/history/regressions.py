@@ -371,19 +371,21 @@ def first_crossing(
     points: Iterable[Point], regression: Regression, rules: Rules, step: int = STEP
 ) -> datetime | None:
     """Start of the first step of the window whose own figures cross every rule that
-    ``regression`` broke (new: the first step with events); None when no single step does.
+    ``regression`` broke and are each at least halfway from the baseline's figure to the
+    window's (new: the first step with events); None when no single step does.
 
     Every rule, not any: one stalled statement in an hour of 25 lifts that hour's p99 (about
-    its maximum) and its total time, not its p95; under load it named the hour before a
-    real change."""
-    was = regression.baseline
+    its maximum) and its total time, not its p95. Halfway: a few statements stalled by a
+    loaded host lift an hour of 25 past ``factor`` × a fast baseline + ``min_time``, not to
+    where the changed hours are; under load both named the hour before a real change."""
+    was, now = regression.baseline, regression.window
     for point in points:
         if point.count == 0:
             continue
         if was is None:
             return point.start
         crossed = [
-            _crosses(kind, was, point, rules, step)
+            _crosses(kind, was, now, point, rules, step)
             for kind in regression.kinds
             if kind in ("p95", "p99", "total_time")
         ]
@@ -392,12 +394,27 @@ def first_crossing(
     return None
 
 
-def _crosses(kind: str, was: Side, point: Point, rules: Rules, step: int) -> bool:
+def _crosses(kind: str, was: Side, now: Side, point: Point, rules: Rules, step: int) -> bool:
     if kind == "p95":
-        return rose(was.p95, point.p95, rules.factor, rules.min_time)
+        return rose(was.p95, point.p95, rules.factor, rules.min_time) and _halfway(
+            was.p95, now.p95, point.p95
+        )
     if kind == "p99":
-        return rose(was.p99, point.p99, rules.factor, rules.min_time)
-    return rose(was.per_hour * step / 3600, point.query_time, rules.factor, 0.0)
+        return rose(was.p99, point.p99, rules.factor, rules.min_time) and _halfway(
+            was.p99, now.p99, point.p99
+        )
+    usual, changed = was.per_hour * step / 3600, now.per_hour * step / 3600
+    return rose(usual, point.query_time, rules.factor, 0.0) and _halfway(
+        usual, changed, point.query_time
+    )
+
+
+def _halfway(was: float | None, now: float | None, value: float | None) -> bool:
+    """``value`` is at least halfway from the baseline's figure to the window's (the
+    window's unknown: no such bound)."""
+    if was is None or now is None or value is None:
+        return True
+    return value >= (was + now) / 2
 
 
 # --- over a store ----------------------------------------------------------------------------

@@ -92,6 +92,19 @@ def test_a_killed_walk_goes_on_from_its_last_committed_chunk(
     conn = connect("root")
     fill(conn, 20_000)
     flag = tmp_path / "hold"
+    # A row lock in the walk's way keeps it from ending before the flag is down: a free walk
+    # of 20,000 rows takes well under a second, less than a loaded test runner may sleep.
+    # The locked row is the 1,501st key: past the first chunk (always 1,000 keys) and the
+    # record after it (which the first chunk's range scan may lock), and near enough for
+    # a walk whose chunks shrank to a few rows on a loaded server to reach it soon. The lock
+    # is released once the walk holds, or once it waits on the lock after the flag is down.
+    with conn.cursor() as cur:
+        cur.execute("SELECT g, name FROM app.walk ORDER BY g, name LIMIT 1 OFFSET 1500")
+        key = cur.fetchone()
+    blocker = connect("root")
+    blocker.begin()
+    with blocker.cursor() as cur:
+        cur.execute("SELECT n FROM app.walk WHERE g = %s AND name = %s FOR UPDATE", key)
     cnf = str(server.defaults_file("govern_admin"))
     statement = "UPDATE app.walk SET n = n + 1"
     command = [
@@ -115,13 +128,25 @@ def test_a_killed_walk_goes_on_from_its_last_committed_chunk(
         text=True,
     )
     deadline = time.monotonic() + 60
-    while (walk := _walk(state_path)) is None or walk["chunks"] < 3:
+    while (walk := _walk(state_path)) is None or walk["chunks"] < 1:
         assert time.monotonic() < deadline and first.poll() is None
         time.sleep(0.01)
     flag.write_text("")  # it holds between two chunks...
+    locked, seen, since = True, None, time.monotonic()
     while _open_holds(state_path) == 0:
-        assert time.monotonic() < deadline
+        assert time.monotonic() < deadline and first.poll() is None, _walk(state_path)
+        walk = _walk(state_path)
+        now = (walk["chunks"], walk["in_flight"]) if walk else None
+        if now != seen:
+            seen, since = now, time.monotonic()
+        elif locked and now and now[1] is not None and time.monotonic() - since > 0.3:
+            # one chunk in flight for 0.3 s: it waits on the row lock. Its last poll is
+            # older than the flag: once the chunk commits, the next pause reads the flag.
+            blocker.rollback()
+            locked = False
         time.sleep(0.02)
+    if locked:
+        blocker.rollback()
     second = CliRunner().invoke(cli, [*command[3:]])  # ...and one run at a time
     assert second.exit_code == 3
     assert "this change is already running" in second.output

@@ -10,6 +10,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -148,6 +149,41 @@ def test_copytruncate_reads_the_rest_from_the_copy(tmp_path: Path) -> None:
         with log.open("ab") as handle:
             handle.write(b"".join(parts[half:]))
         quiet(log)
+        reports = poll_all(collector)
+    assert not [p for r in reports for p in r.problems]
+    assert_same_events(merged(tmp_path / "buckets"), one_shot(data))
+
+
+def test_copytruncate_between_the_look_and_the_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """logrotate cuts the file back after the collector looked at it and before it read,
+    and the server writes again past the old position: what is there now is not the rest
+    of the old file (it is in the copy)."""
+    data = corpus_log()
+    parts = records(data)
+    half = len(parts) // 2
+    log = tmp_path / "slow.log"
+    log.write_bytes(b"".join(parts[: half // 4]))
+    source = follow(log)
+    look = source.refresh
+
+    def look_then_rotate(reading: Any) -> bool:
+        changed = look(reading)
+        monkeypatch.setattr(source, "refresh", look)  # once
+        shutil.copyfile(log, log.with_name("slow.log.1"))
+        with log.open("r+b") as handle:
+            handle.truncate(0)
+        with log.open("ab") as handle:
+            handle.write(b"".join(parts[half:]))
+        quiet(log)
+        return changed
+
+    with make_collector(tmp_path, [source], bucket=5) as collector:
+        collector.poll()
+        with log.open("ab") as handle:
+            handle.write(b"".join(parts[half // 4 : half]))
+        monkeypatch.setattr(source, "refresh", look_then_rotate)
         reports = poll_all(collector)
     assert not [p for r in reports for p in r.problems]
     assert_same_events(merged(tmp_path / "buckets"), one_shot(data))

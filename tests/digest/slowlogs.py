@@ -19,6 +19,29 @@ from typing import Any
 import pytest
 
 
+def wait_until_logged(admin: Any, timeout: float = 60.0) -> None:
+    """Return once every statement other connections ran is in the slow log.
+
+    MariaDB sends a statement's result before it writes the statement's slow-log entry
+    (with explain verbosity it runs the EXPLAIN first), and shows the connection as
+    ``Sleep`` only after that write; a connection the client closed stays listed until
+    then. A fixed sleep is not enough on a loaded machine: the last entries were lost
+    when the log was switched off before they were written.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        with admin.cursor() as cur:
+            cur.execute(
+                "SELECT ID, COMMAND, STATE, LEFT(INFO, 80) FROM information_schema.PROCESSLIST"
+                " WHERE ID <> CONNECTION_ID() AND COMMAND IN ('Query', 'Execute')"
+            )
+            busy = cur.fetchall()
+        if not busy:
+            return
+        assert time.monotonic() < deadline, f"statements still running: {busy}"
+        time.sleep(0.02)
+
+
 @contextlib.contextmanager
 def recording(server: Any, name: str) -> Iterator[Path]:
     """Everything run inside the block (by new connections) lands in the returned log."""
@@ -38,7 +61,7 @@ def recording(server: Any, name: str) -> Iterator[Path]:
     time.sleep(1.02 - time.time() % 1)
     try:
         yield log
-        time.sleep(0.2)  # entries can land just after the client has its result
+        wait_until_logged(admin)
     finally:
         with admin.cursor() as cur:
             cur.execute("SET GLOBAL slow_query_log = OFF")

@@ -9,7 +9,6 @@ import json
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 from govern.digest.document import to_document
 from govern.digest.options import DigestOptions
 from govern.digest.runner import digest_paths
+from tests.digest.slowlogs import wait_until_logged
 
 PT_QUERY_DIGEST = shutil.which("pt-query-digest")
 
@@ -145,7 +145,7 @@ def record_workload(
         with admin.cursor() as cur:
             cur.execute("SET GLOBAL slow_query_log = ON")
         (workload or _workload)(server)
-        time.sleep(0.5)  # an entry can land after the client has its result
+        wait_until_logged(admin)
     finally:
         with admin.cursor() as cur:
             cur.execute("SET SESSION sql_log_bin = 0")

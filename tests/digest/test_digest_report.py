@@ -99,8 +99,12 @@ def test_report_of_a_recorded_log(
     # Every window shaded and labelled on both load charts.
     assert html.count('data-window="blind: nightly-load"') == 2
     assert "govern run global mode on db1:3306: log_slow_query = 0" in html
-    # Query text escaped: the sample is text, never a script.
-    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    # Query text escaped: the sample is text, never a script. Its class ranks by the
+    # server's timings (a loaded server's DDL or 120 INSERTs can outweigh its 50 ms and
+    # push it out of the top 3): the page that details every class shows its sample.
+    assert "<script>" not in html
+    every = digest_report(digest, windows=windows, top=len(digest.classes))
+    assert "<script>" not in every and "&lt;script&gt;alert(1)&lt;/script&gt;" in every
     report = tmp_path / "report.html"
     report.write_text(html)
     opened = browser.open(report, screenshot=tmp_path / "report.png")

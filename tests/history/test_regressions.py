@@ -8,7 +8,14 @@ from typing import Any
 
 from govern.digest.report import Report, ReportClass, SampleQuery, Stat
 from govern.history.model import Point
-from govern.history.regressions import Regression, Rules, first_crossing, judge, plan_change
+from govern.history.regressions import (
+    Regression,
+    Rules,
+    first_crossing,
+    judge,
+    plan_change,
+    rose,
+)
 
 RULES = Rules()  # factor 2, 20 events, 10 ms
 
@@ -112,3 +119,9 @@ def test_the_hour_it_changed_is_the_first_step_that_crosses() -> None:
     stalled = Point(hours[2], "db1", "A", 20, 0.30, 0.0035, 0.250)
     assert {"p95", "total_time"} <= set(found.kinds)
     assert first_crossing([points[0], stalled, *points[3:]], found, RULES) == hours[3]
+    # a few statements stalled by load: p95, p99 and the total cross the rules (18 ms ≥
+    # 2 × 3 ms + 10 ms, 0.10 s ≥ 2 × 41.7 ms) but stay far below the changed hours
+    loaded = Point(hours[2], "db1", "A", 20, 0.10, 0.018, 0.020)
+    assert rose(0.003, 0.018, 2, 0.010) and rose(0.003, 0.020, 2, 0.010)
+    assert rose(7 / 168, 0.10, 2, 0.0)
+    assert first_crossing([points[0], loaded, *points[3:]], found, RULES) == hours[3]
