@@ -419,7 +419,9 @@ class _ClassBuilder:
             for start in range(0, len(keys), WRITE_STEP):
                 chunk = keys[start : start + WRITE_STEP]
                 for piece in self._pieces(chunk):
-                    yield b", " + piece if written else piece
+                    if written:
+                        yield b", "  # not ``b", " + piece``: a copy of every run
+                    yield piece
                     written = True
                 bar.advance(len(chunk))
 
