@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from hashlib import md5
 from typing import Any
 
 from govern import sketch
@@ -393,6 +394,10 @@ class Partial:
 
     def totals(self) -> ClassAgg:
         return merged_classes(self.all_classes())
+
+    def query_ids(self, keys: Sequence[ClassKey]) -> bytes:
+        """The query IDs of ``keys``' classes, 16 bytes each."""
+        return b"".join(md5(key.fingerprint, usedforsecurity=False).digest() for key in keys)
 
     def class_json(self, keys: Sequence[ClassKey], frame: object) -> Iterator[None]:
         """Python's classes have no JSON of their own: document.py builds each."""

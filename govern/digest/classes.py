@@ -75,6 +75,10 @@ class ClassSource(Protocol):
         """The fingerprint of the class whose query ID is ``class_id``, if kept."""
         ...
 
+    def query_ids(self, keys: Sequence[ClassKey]) -> bytes:
+        """The query IDs of ``keys``' classes, 16 bytes each (the MD5 of the fingerprint)."""
+        ...
+
     def class_json(self, keys: Sequence[ClassKey], frame: DocumentFrame) -> Iterator[str | None]:
         """Each class's JSON document as govern/digest/document.py writes it, when the
         source writes it itself (the native core), else None (then it is built)."""

@@ -10,6 +10,7 @@ lazy (:func:`build_document`): each class document is built when read.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,11 @@ from govern.digest.ordering import ClassKey
 from govern.digest.result import Digest, query_time_of, window_of
 from govern.digest.tables import tables
 from govern.fingerprint import decode, query_id, short_id
-from govern.output import dumps
+from govern.output import dumps, is_terminal
+from govern.progress import progress
+
+#: Classes written between two moves of the progress bar.
+WRITE_STEP = 4096
 
 #: What the native core writes for a class's findings, just before its last part.
 _NO_FINDINGS = ', "findings": [], "state": '
@@ -407,17 +412,40 @@ class _ClassBuilder:
     def joined(self, keys: Sequence[ClassKey]) -> Iterator[bytes]:
         """The documents of ``keys`` as UTF-8 JSON separated by ``", "``: runs of them
         written by the source (the native core, hundreds per piece), the others built
-        here; with findings, one document at a time (:meth:`encoded`)."""
-        if self.findings is not None:
-            for position, text in enumerate(self.encoded(keys)):
-                yield (text if position == 0 else ", " + text).encode()
-            return
+        here; a class with findings alone (:meth:`encoded` puts them in). A progress bar
+        counts the classes written when stderr is a terminal and stdout is not."""
         written = False
+        with progress("writing classes", len(keys), force=_bar_wanted(len(keys))) as bar:
+            for start in range(0, len(keys), WRITE_STEP):
+                chunk = keys[start : start + WRITE_STEP]
+                for piece in self._pieces(chunk):
+                    if written:
+                        yield b", "  # not ``b", " + piece``: a copy of every run
+                    yield piece
+                    written = True
+                bar.advance(len(chunk))
+
+    def _pieces(self, keys: Sequence[ClassKey]) -> Iterator[bytes]:
+        """:meth:`joined`'s pieces for ``keys``, not joined to each other."""
+        findings = self.findings
+        if findings is None:
+            yield from self._runs(keys)
+            return
+        ids = self.digest.partial.query_ids(keys).hex().upper()
+        done = 0
+        for position in range(len(keys)):
+            if findings(ids[32 * position : 32 * position + 32]):
+                if done < position:
+                    yield b", ".join(self._runs(keys[done:position]))
+                yield next(self.encoded(keys[position : position + 1])).encode()
+                done = position + 1
+        if done < len(keys):
+            yield from self._runs(keys[done:] if done else keys)
+
+    def _runs(self, keys: Sequence[ClassKey]) -> Iterator[bytes]:
+        """Runs of documents the source writes, the others built here (no findings)."""
         for piece in self.digest.partial.class_json_runs(keys, self._frame()):
-            if isinstance(piece, int):
-                piece = dumps(self(keys[piece])).encode()
-            yield b", " + piece if written else piece
-            written = True
+            yield dumps(self(keys[piece])).encode() if isinstance(piece, int) else piece
 
     def encoded(self, keys: Sequence[ClassKey]) -> Iterator[str]:
         """The documents of ``keys`` as JSON: written by the source where it can (the
@@ -433,3 +461,9 @@ class _ClassBuilder:
                     head, _, tail = text.rpartition(_NO_FINDINGS)
                     text = head + ', "findings": ' + dumps(found) + ', "state": ' + tail
             yield text
+
+
+def _bar_wanted(classes: int) -> bool:
+    """A bar for the classes written: on a terminal (stderr), not when stdout is that
+    terminal too (the bar would be drawn among the JSON), and for many classes only."""
+    return classes > WRITE_STEP and is_terminal() and not is_terminal(sys.stdout)

@@ -94,6 +94,12 @@ class NativePartial:
     def class_at(self, index: int) -> ClassAgg:
         return _class(self._total.class_at(index))
 
+    def query_ids(self, keys: Sequence[ClassKey]) -> bytes:
+        """The query IDs of ``keys``' classes, 16 bytes each, from the core's cache."""
+        indexes = keys.indexes() if isinstance(keys, Keys) else array("I", (k.index for k in keys))
+        found: bytes = self._total.query_ids(indexes.tobytes())
+        return found
+
     def class_json(self, keys: Sequence[ClassKey], frame: DocumentFrame) -> Iterator[str | None]:
         """The class documents written by the core (native/src/document.rs), a few
         hundred per call; None for a class it leaves to document.py (text that is not

@@ -25,7 +25,8 @@ from govern.digest.report import Report
 from govern.digest.result import Digest
 from govern.digest.runner import digest_paths
 from govern.errors import UsageError
-from govern.output import info, print_json, warn
+from govern.output import info, is_terminal, print_json, warn
+from govern.progress import progress
 
 if TYPE_CHECKING:
     from govern.digest.pt_tables import PtTables
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 FORMATS = ("text", "json", "md", "html")
 #: Classes a report shows without --top (JSON lists them all, so it can be merged).
 DEFAULT_TOP = 20
+#: Classes above which the rules' pass shows a bar on a terminal.
+RULES_BAR_ABOVE = 4096
 
 
 @dataclass(frozen=True)
@@ -234,7 +237,8 @@ def render_digest(
     if rules is not None:
         from govern.rules.digest import check_document
 
-        found = check_document(document, rules)
+        with progress("checking rules", None, force=_rules_bar(document)):
+            found = check_document(document, rules)
         found.annotate(document)
         exit_code = found.exit_code
     if tables is not None:
@@ -268,6 +272,12 @@ def render_digest(
 
         text.render(model, out, top=top)
     return exit_code
+
+
+def _rules_bar(document: dict[str, Any]) -> bool:
+    """A bar while the rules run (no count to show: the time so far), on a terminal, for
+    a digest of many classes (a few hundred take well under a second)."""
+    return is_terminal() and len(document["classes"]) > RULES_BAR_ABOVE
 
 
 def compare_saved(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -416,3 +418,39 @@ def test_text_report_rates_in_plain_figures(tmp_path: Path) -> None:
     text = govern("digest", str(log)).stdout
     assert "3,000 calls, 1.50k/s" in text, text
     assert "e+" not in text
+
+
+def _letters(number: int) -> str:
+    """A table name part without digits (a fingerprint folds digits in names)."""
+    return "".join("abcdefghijklmnopqrstuvwxyz"[number // 26**k % 26] for k in range(4))
+
+
+def _distinct_log(path: Path, classes: int) -> Path:
+    with path.open("w") as f:
+        f.write("# Time: 261121 22:42:45\n")
+        for i in range(classes):
+            f.write(
+                "# User@Host: web[web] @ localhost []\n"
+                f"# Query_time: 0.{i % 997:06d}  Lock_time: 0.000010  Rows_sent: 1  Rows_examined: 1\n"
+                f"SELECT id FROM notes_{_letters(i)} WHERE id = {i};\n"
+            )
+    return path
+
+
+@pytest.mark.skipif(not shutil.which("script"), reason="needs script(1) for a terminal")
+def test_rules_and_json_phases_show_a_bar_on_a_terminal_only(tmp_path: Path) -> None:
+    """On a terminal (stderr), the rules' pass and the classes written have a bar each;
+    piped, stderr stays empty; the JSON is the same either way."""
+    log = _distinct_log(tmp_path / "slow.log", 5000)
+    out, typescript = tmp_path / "out.json", tmp_path / "typescript"
+    command = shlex.join([sys.executable, "-m", "govern", "digest", "--format", "json", str(log)])
+    subprocess.run(
+        ["script", "-qc", f"{command} > {shlex.quote(str(out))}", str(typescript)],
+        check=True,
+        capture_output=True,
+    )
+    drawn = typescript.read_bytes()
+    assert b"checking rules" in drawn and b"writing classes" in drawn and b"5000/5000" in drawn
+    piped = govern("digest", "--format", "json", str(log))
+    assert piped.returncode == 0 and piped.stderr == ""
+    assert piped.stdout == out.read_text() and len(json.loads(piped.stdout)["classes"]) == 5000

@@ -14,7 +14,6 @@ use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyBytes, PyDict, PyList, PySet, PyString};
 
 use crate::class::{Class, Runs, Sample};
-use crate::fingerprint::query_id;
 use crate::time::Ts;
 use crate::total::Total;
 
@@ -214,7 +213,8 @@ impl RunsFigures {
     fn new(py: Python<'_>, total: &Total, runs: &Runs, ids: &mut HashMap<u32, String>) -> PyResult<RunsFigures> {
         let leads = PyDict::new(py);
         for &(lead, n, calls) in &runs.leads {
-            let id = ids.entry(lead).or_insert_with(|| query_id(total.fingerprints.get(lead)));
+            // The total's query IDs: each MD5 computed once (`Total::query_ids`).
+            let id = ids.entry(lead).or_insert_with(|| format!("{:032X}", total.query_ids()[lead as usize]));
             leads.set_item(id.as_str(), PyList::new(py, [n, calls])?)?;
         }
         if let Some((n, calls)) = runs.leads_other {

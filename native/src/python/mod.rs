@@ -333,6 +333,21 @@ impl PyTotal {
         Some(PyBytes::new(py, t.fingerprints.get(t.classes[index as usize].0)))
     }
 
+    /// The query IDs of classes `indexes` (packed native u32), 16 big-endian bytes each
+    /// (their hex is the documents' `id`): the findings of a few classes are looked up
+    /// without writing every class one at a time.
+    fn query_ids<'py>(&self, py: Python<'py>, indexes: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let t = &self.inner;
+        let ids = t.query_ids();
+        let mut out = Vec::with_capacity(indexes.len() * 4);
+        for chunk in indexes.chunks_exact(4) {
+            let index = u32::from_ne_bytes(chunk.try_into().expect("4 bytes")) as usize;
+            let (fp, _) = t.classes.get(index).ok_or_else(|| PyIndexError::new_err("no such class"))?;
+            out.extend_from_slice(&ids[*fp as usize].to_be_bytes());
+        }
+        Ok(PyBytes::new(py, &out))
+    }
+
     /// The JSON class documents of classes `indexes` (packed native u32), as
     /// govern/digest/document.py writes them with `json.dumps` (`crate::document`): None
     /// for a class Python must build itself. `total_time` in micro-units, the window in
