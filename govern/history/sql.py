@@ -800,14 +800,19 @@ class SqlStore:
         classes = []
         for class_id, state, hosts in rows:
             classes.append(bytes(state))
-            mine = shares.setdefault(str(class_id), {})
-            for name, (count, micro) in unpack(hosts).items():
+            key = str(class_id)
+            part: dict[str, list[int]] = unpack(hosts)
+            mine = shares.get(key)
+            if mine is None:  # the class's first unit: its pairs as they are (a fleet
+                shares[key] = part  # week's report reads 3 to 13 units of 50 hosts a class)
+                continue
+            for name, pair in part.items():
                 slot = mine.get(name)
                 if slot is None:
-                    mine[name] = [count, micro]
+                    mine[name] = pair
                 else:
-                    slot[0] += count
-                    slot[1] += micro
+                    slot[0] += pair[0]
+                    slot[1] += pair[1]
         return classes
 
     def _day_unit(
@@ -850,9 +855,14 @@ class SqlStore:
         classes = []
         for class_id, count, micro, state in rows:
             classes.append(bytes(state))
-            slot = shares.setdefault(str(class_id), {}).get(host)
+            key = str(class_id)
+            mine = shares.get(key)
+            if mine is None:
+                shares[key] = {host: [int(count), int(micro)]}
+                continue
+            slot = mine.get(host)
             if slot is None:
-                shares[str(class_id)][host] = [int(count), int(micro)]
+                mine[host] = [int(count), int(micro)]
             else:
                 slot[0] += int(count)
                 slot[1] += int(micro)
