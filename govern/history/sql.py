@@ -717,12 +717,19 @@ class SqlStore:
                 mine.append(self._span(ladder, start, span))
             hours = HOST_HOURS.of(name)
             wanted = {n for low, high in _gaps(since, until, mine) for n in _whole_hours(low, high)}
-            for start, span in self._plan(hours, wanted):
-                if span > 1:  # a lone hour is its buckets, read below
-                    yield self._read(hours, start, span, shares)
-                    mine.append(self._span(hours, start, span))
-            for low, high in _gaps(since, until, mine):
-                yield from self._bucket_units(name, stamp(low), stamp(high), shares)
+            blocks = {
+                self._span(hours, start, span): (start, span)
+                for start, span in self._plan(hours, wanted)
+                if span > 1  # a lone hour is its buckets
+            }
+            # in time order, as the buckets alone were read: a tie between samples goes to
+            # the later one, so the same sample wins either way
+            pieces = sorted([*blocks, *_gaps(since, until, mine + list(blocks))])
+            for low, high in pieces:
+                if (low, high) in blocks:
+                    yield self._read(hours, *blocks[low, high], shares)
+                else:
+                    yield from self._bucket_units(name, stamp(low), stamp(high), shares)
 
     @staticmethod
     def _span(ladder: Ladder, start: int, span: int) -> tuple[dt.datetime, dt.datetime]:
