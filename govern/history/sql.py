@@ -435,6 +435,17 @@ def _hour_of(moment: dt.datetime) -> dt.datetime:
     return moment.replace(minute=0, second=0, microsecond=0)
 
 
+#: What a host keeps per hour, dropped with its day's buckets (a host's hour row goes only
+#: with them: an hour with buckets and no row would look empty to a block of hours).
+_HOURLY = (
+    "history_classes",
+    "history_buckets",
+    "history_host_hour_block_classes",
+    "history_host_hour_blocks",
+    "history_host_hours",
+)
+
+
 def _whole_hours(low: dt.datetime, high: dt.datetime) -> range:
     """The numbers of the hours inside [low, high)."""
     first = HOST_HOURS.number(stamp(low)) + (0 if low == _hour_of(low) else 1)
@@ -1347,7 +1358,7 @@ class SqlStore:
             low = _text(day) + " 00:00:00"
             high = stamp(_day_start(_text(day)) + dt.timedelta(days=1))
             with self._transaction():
-                for table in ("history_classes", "history_buckets"):
+                for table in _HOURLY:
                     self.run(
                         f"DELETE FROM {table} WHERE host = ? AND start >= ? AND start < ?",
                         (name, low, high),
@@ -1362,9 +1373,6 @@ class SqlStore:
             "history_fleet_hour_blocks",
             "history_fleet_hour_classes",
             "history_fleet_hours",
-            "history_host_hour_block_classes",
-            "history_host_hour_blocks",
-            "history_host_hours",
         ):
             with self._transaction():
                 self.run(f"DELETE FROM {table} WHERE start < ?", (hourly_before + " 00:00:00",))
@@ -1373,7 +1381,7 @@ class SqlStore:
             low = _text(day) + " 00:00:00"
             high = stamp(_day_start(_text(day)) + dt.timedelta(days=1))
             with self._transaction():
-                for table in ("history_classes", "history_buckets"):
+                for table in _HOURLY:
                     self.run(
                         f"DELETE FROM {table} WHERE host = ? AND start >= ? AND start < ?",
                         (name, low, high),
