@@ -68,6 +68,12 @@ FLEET_HOURS = Ladder(
     "history_fleet_hours", "start", "history_fleet_hour_blocks",
     "history_fleet_hour_block_classes", (2, 4, 8), HOUR, fleet=True,
 )  # fmt: skip
+#: Each host's blocks of 2 to 8 hours (its hours are its buckets): the edges of a window over
+#: a host glob or one host read at most 5 units a host instead of an hour each.
+HOST_HOURS = Ladder(
+    "history_host_hours", "start", "history_host_hour_blocks",
+    "history_host_hour_block_classes", (2, 4, 8), HOUR, fleet=False,
+)  # fmt: skip
 
 
 def valid(

@@ -235,6 +235,11 @@ class MysqlStore(SqlStore):
             " ON DUPLICATE KEY UPDATE stale = 1, version = version + 1",
             (hour,),
         )
+        self._execute(
+            "INSERT INTO history_host_hours (host, start) VALUES (%s, %s)"
+            " ON DUPLICATE KEY UPDATE stale = 1, version = version + 1",
+            (host, hour),
+        )
 
     def _mark_fleet_stale(self, day: str) -> None:
         self._execute(

@@ -35,7 +35,16 @@ from govern.digest.document import full_document
 from govern.digest.report import HostShare, Report
 from govern.digest.result import Digest
 from govern.errors import UsageError
-from govern.history.ladders import FLEET_DAYS, FLEET_HOURS, HOST_DAYS, Ladder, to_build, valid, walk
+from govern.history.ladders import (
+    FLEET_DAYS,
+    FLEET_HOURS,
+    HOST_DAYS,
+    HOST_HOURS,
+    Ladder,
+    to_build,
+    valid,
+    walk,
+)
 from govern.history.merging import Merger, no_collection
 from govern.history.model import TOP_HOSTS, Point
 from govern.history.rows import (
@@ -251,6 +260,44 @@ def _fleet_hours(blob: str, text: str, day: str, stamp: str, engine: str) -> str
     """
 
 
+def _host_hours(blob: str, text: str, day: str, stamp: str, engine: str) -> str:
+    return f"""
+    CREATE TABLE history_host_hours (
+        host       VARCHAR(255) NOT NULL,
+        start      {stamp} NOT NULL,
+        stale      INT NOT NULL DEFAULT 1,
+        version    BIGINT NOT NULL DEFAULT 1,
+        meta       {blob},
+        rolled_at  {stamp},
+        PRIMARY KEY (host, start)
+    ){engine};
+    CREATE TABLE history_host_hour_blocks (
+        host       VARCHAR(255) NOT NULL,
+        start      {stamp} NOT NULL,
+        span       INT NOT NULL,
+        versions   BIGINT NOT NULL,
+        events     BIGINT,
+        query_time BIGINT,
+        qt_sketch  {blob},
+        meta       {blob} NOT NULL,
+        rolled_at  {stamp},
+        PRIMARY KEY (host, start, span)
+    ){engine};
+    CREATE TABLE history_host_hour_block_classes (
+        host       VARCHAR(255) NOT NULL,
+        start      {stamp} NOT NULL,
+        span       INT NOT NULL,
+        class_id   {text} NOT NULL,
+        count      BIGINT NOT NULL,
+        query_time BIGINT NOT NULL,
+        qt_max     BIGINT NOT NULL,
+        qt_sketch  {blob},
+        state      {blob} NOT NULL,
+        PRIMARY KEY (host, start, span, class_id)
+    ){engine}
+    """
+
+
 _SQLITE = {"blob": "BLOB", "text": "TEXT", "day": "TEXT", "stamp": "TEXT", "engine": ""}
 _MYSQL = {
     "blob": "MEDIUMBLOB",
@@ -330,6 +377,27 @@ MIGRATIONS = [
             """,
         ),
     ),
+    # each host's blocks of 2-8 hours (a glob's or one host's edges: at most 5 rows a host
+    # and class instead of one an hour). A host's hour is a row (its version bumped by every
+    # write, as the fleet's); hours written before it get one never marked fresh (stale = 2),
+    # so no block spans them: one row per host and hour with buckets (the bucket heads, a few
+    # thousand rows at most after --keep-hourly), not a backfill of class rows.
+    Migration(
+        "history_0007_host_hours",
+        {
+            "sqlite": _host_hours(**_SQLITE)
+            + """;
+            INSERT INTO history_host_hours (host, start, stale)
+                SELECT DISTINCT host, substr(start, 1, 13) || ':00:00', 2 FROM history_buckets
+            """,
+            "mysql": _host_hours(**_MYSQL)
+            + """;
+            INSERT INTO history_host_hours (host, start, stale)
+                SELECT DISTINCT host, DATE_FORMAT(start, '%Y-%m-%d %H:00:00'), 2
+                FROM history_buckets
+            """,
+        },
+    ),
 ]
 
 
@@ -365,6 +433,23 @@ _SECOND = dt.timedelta(seconds=1)
 
 def _hour_of(moment: dt.datetime) -> dt.datetime:
     return moment.replace(minute=0, second=0, microsecond=0)
+
+
+#: What a host keeps per hour, dropped with its day's buckets (a host's hour row goes only
+#: with them: an hour with buckets and no row would look empty to a block of hours).
+_HOURLY = (
+    "history_classes",
+    "history_buckets",
+    "history_host_hour_block_classes",
+    "history_host_hour_blocks",
+    "history_host_hours",
+)
+
+
+def _whole_hours(low: dt.datetime, high: dt.datetime) -> range:
+    """The numbers of the hours inside [low, high)."""
+    first = HOST_HOURS.number(stamp(low)) + (0 if low == _hour_of(low) else 1)
+    return range(first, HOST_HOURS.number(stamp(high)))
 
 
 def _gaps(
@@ -421,7 +506,7 @@ class SqlStore:
         yield
 
     def _mark_stale(self, host: str, day: str, hour: str) -> None:
-        """Mark the host's day, the fleet's day and the fleet's hour out of date."""
+        """Mark the host's day and hour, the fleet's day and the fleet's hour out of date."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -641,8 +726,21 @@ class SqlStore:
             for start, span in self._plan(ladder, left):
                 yield self._read(ladder, start, span, shares)
                 mine.append(self._span(ladder, start, span))
-            for low, high in _gaps(since, until, mine):
-                yield from self._bucket_units(name, stamp(low), stamp(high), shares)
+            hours = HOST_HOURS.of(name)
+            wanted = {n for low, high in _gaps(since, until, mine) for n in _whole_hours(low, high)}
+            blocks = {
+                self._span(hours, start, span): (start, span)
+                for start, span in self._plan(hours, wanted)
+                if span > 1  # a lone hour is its buckets
+            }
+            # in time order, as the buckets alone were read: a tie between samples goes to
+            # the later one, so the same sample wins either way
+            pieces = sorted([*blocks, *_gaps(since, until, mine + list(blocks))])
+            for low, high in pieces:
+                if (low, high) in blocks:
+                    yield self._read(hours, *blocks[low, high], shares)
+                else:
+                    yield from self._bucket_units(name, stamp(low), stamp(high), shares)
 
     @staticmethod
     def _span(ladder: Ladder, start: int, span: int) -> tuple[dt.datetime, dt.datetime]:
@@ -800,14 +898,19 @@ class SqlStore:
         classes = []
         for class_id, state, hosts in rows:
             classes.append(bytes(state))
-            mine = shares.setdefault(str(class_id), {})
-            for name, (count, micro) in unpack(hosts).items():
+            key = str(class_id)
+            part: dict[str, list[int]] = unpack(hosts)
+            mine = shares.get(key)
+            if mine is None:  # the class's first unit: its pairs as they are (a fleet
+                shares[key] = part  # week's report reads 3 to 13 units of 50 hosts a class)
+                continue
+            for name, pair in part.items():
                 slot = mine.get(name)
                 if slot is None:
-                    mine[name] = [count, micro]
+                    mine[name] = pair
                 else:
-                    slot[0] += count
-                    slot[1] += micro
+                    slot[0] += pair[0]
+                    slot[1] += pair[1]
         return classes
 
     def _day_unit(
@@ -850,9 +953,14 @@ class SqlStore:
         classes = []
         for class_id, count, micro, state in rows:
             classes.append(bytes(state))
-            slot = shares.setdefault(str(class_id), {}).get(host)
+            key = str(class_id)
+            mine = shares.get(key)
+            if mine is None:
+                shares[key] = {host: [int(count), int(micro)]}
+                continue
+            slot = mine.get(host)
             if slot is None:
-                shares[str(class_id)][host] = [int(count), int(micro)]
+                mine[host] = [int(count), int(micro)]
             else:
                 slot[0] += int(count)
                 slot[1] += int(micro)
@@ -988,8 +1096,10 @@ class SqlStore:
             if host
             else [str(row[0]) for row in self.run("SELECT DISTINCT host FROM history_days")]
         )
+        self._roll_up_host_hours(now, host)
         for name in sorted(names):  # each collector builds its own host's blocks
             blocks += self._roll_up_blocks(HOST_DAYS.of(name), HOST_DAYS.number(latest))
+            blocks += self._roll_up_blocks(HOST_HOURS.of(name), ended)
         seconds = (dt.datetime.now() - began).total_seconds()
         return RollUp(len(stale), fleet, seconds, blocks, hours)
 
@@ -1017,6 +1127,24 @@ class SqlStore:
                 self._roll_up_fleet_hour(hour, claimed)
                 done += 1
         return done
+
+    def _roll_up_host_hours(self, now: dt.datetime, host: str | None) -> None:
+        """Mark fresh every stale host hour that ended HOUR_ROLL_UP_AFTER ago (unless
+        written meanwhile): its buckets are the unit, nothing is merged; the host's blocks
+        of hours are built over fresh hours only."""
+        where = " AND host = ?" if host else ""
+        latest = stamp(now - dt.timedelta(seconds=HOUR_ROLL_UP_AFTER + 3600))
+        for name, start, version in self.run(
+            f"SELECT host, start, version FROM history_host_hours WHERE stale = 1"
+            f" AND start <= ?{where}",
+            (latest, host) if host else (latest,),
+        ):
+            with self._transaction():
+                self.run(
+                    "UPDATE history_host_hours SET stale = 0, meta = ?, rolled_at = ?"
+                    " WHERE host = ? AND start = ? AND version = ?",
+                    (b"", stamp(dt.datetime.now()), name, start, version),
+                )
 
     def _complete_hour(self, hour: dt.datetime) -> bool:
         ends: dict[str, dt.datetime] = {}
@@ -1094,7 +1222,14 @@ class SqlStore:
         merger = Merger()
         shares: dict[str, dict[str, list[int]]] = {}
         for part in parts:
-            merger.add(*self._read(ladder, part, 1 if span == 2 else span // 2, shares))
+            half = 1 if span == 2 else span // 2
+            if ladder.host is not None and ladder.units == HOST_HOURS.units and half == 1:
+                low = ladder.key(part)  # a host's hour: its buckets
+                high = stamp(_moment(low) + dt.timedelta(hours=1))
+                for unit in self._bucket_units(ladder.host, low, high, shares):
+                    merger.add(*unit)
+            else:
+                merger.add(*self._read(ladder, part, half, shares))
         rows = digest_rows(merger.digest())
         col = ladder.column
         head = (col, "span") + (("host",) if ladder.host is not None else ())
@@ -1223,7 +1358,7 @@ class SqlStore:
             low = _text(day) + " 00:00:00"
             high = stamp(_day_start(_text(day)) + dt.timedelta(days=1))
             with self._transaction():
-                for table in ("history_classes", "history_buckets"):
+                for table in _HOURLY:
                     self.run(
                         f"DELETE FROM {table} WHERE host = ? AND start >= ? AND start < ?",
                         (name, low, high),
@@ -1246,7 +1381,7 @@ class SqlStore:
             low = _text(day) + " 00:00:00"
             high = stamp(_day_start(_text(day)) + dt.timedelta(days=1))
             with self._transaction():
-                for table in ("history_classes", "history_buckets"):
+                for table in _HOURLY:
                     self.run(
                         f"DELETE FROM {table} WHERE host = ? AND start >= ? AND start < ?",
                         (name, low, high),

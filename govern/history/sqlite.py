@@ -99,6 +99,11 @@ class SqliteStore(SqlStore):
             " DO UPDATE SET stale = 1, version = version + 1",
             (hour,),
         )
+        self.db.execute(
+            "INSERT INTO history_host_hours (host, start) VALUES (?, ?) ON CONFLICT (host, start)"
+            " DO UPDATE SET stale = 1, version = version + 1",
+            (host, hour),
+        )
 
     def _mark_fleet_stale(self, day: str) -> None:
         self.db.execute(

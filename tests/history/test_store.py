@@ -191,6 +191,8 @@ def test_retention_keeps_roll_ups_and_drops_old_days(
     assert done.hourly_days == 2
     assert _count(store, "history_buckets") == 0
     assert _count(store, "history_fleet_hours") == 0  # the fleet's hours go with the buckets
+    assert _count(store, "history_host_hour_blocks") == 0  # and the host's, with its day's
+    assert _count(store, "history_host_hours") == 0
     assert_same_events(full_document(store.digest(*WIDE)), before)
     # a bucket for a day whose buckets were dropped is refused, not counted twice
     where = store.write("db1", "2026-11-20 03:00:00", at(buckets[0], "db1", "2026-11-20 03:00:00"))
@@ -250,6 +252,9 @@ def test_migrations_from_empty_and_from_version_1(
     assert store.report(*WIDE).events == buckets[0]["totals"]["events"]
     # the migrations marked its day, and its hour as never to be rolled up (read from buckets)
     assert store.run("SELECT start, stale FROM history_fleet_hours") == [(f"{DAY} 01:00:00", 2)]
+    assert store.run("SELECT host, start, stale FROM history_host_hours") == [
+        ("db1", f"{DAY} 01:00:00", 2)
+    ]
     done = store.roll_up(dt.datetime(2026, 11, 25))
     assert (done.days, done.fleet_hours) == (1, 0)
     assert store.report(*WIDE).events == buckets[0]["totals"]["events"]
@@ -454,6 +459,7 @@ def test_fleet_hours_read_the_same_as_their_buckets(
     whole = (dt.datetime(2026, 11, 20), dt.datetime(2026, 11, 21))
     hourly = full_document(store.digest(*edges))
     hourly_day = full_document(store.digest(*whole))
+    one = {host: full_document(store.digest(*edges, host=host)) for host in ("db1", "db2")}
     done = store.roll_up(dt.datetime(2026, 11, 21, 6))
     # every hour that ended: 05:00 of the 21st too, as both hosts wrote it
     assert (done.days, done.fleet_days, done.fleet_hours) == (2, 1, 30)
@@ -489,8 +495,10 @@ def test_fleet_hours_read_the_same_as_their_buckets(
     assert_same_events(full_document(store.digest(*whole)), hourly_day)
     assert read == ["_fleet_unit"]  # a fresh fleet day beats its hours
     read.clear()
-    store.digest(*edges, host="db2")  # one host: its buckets, never the fleet's hours
-    assert read == [f"buckets {DAY} 09:30:00"]
+    # one host: never the fleet's hours, its own blocks of hours (the same 4 blocks)
+    assert_same_events(full_document(store.digest(*edges, host="db2")), one["db2"])
+    mine = [b.replace("fleet_hours", "host_hours") for b in blocks]
+    assert read == mine
     # a late bucket in the window makes its hour stale: that hour alone from the buckets
     late = at(buckets[1], "db1", f"{DAY} 12:00:00")
     store.write("db1", f"{DAY} 12:00:00", late)
@@ -509,6 +517,13 @@ def test_fleet_hours_read_the_same_as_their_buckets(
             *[f"buckets {DAY} 12:00:00"] * 2,  # 12:00 of both hosts
         ]
     )
+    # one host reads that hour (and 13:00, alone in its block of 2) from its buckets
+    read.clear()
+    events = one["db1"]["totals"]["events"] - buckets[0]["totals"]["events"]
+    assert store.report(*edges, host="db1").events == events + late["totals"]["events"]
+    # in time order
+    assert read == [mine[0], f"buckets {DAY} 12:00:00", f"history_host_hours {DAY} 14:00:00 x2",
+                    *mine[2:]]  # fmt: skip
     # the day is stale too: read from db2's day roll-up and db1's buckets, not the hours
     read.clear()
     day_events = hourly_day["totals"]["events"] - buckets[0]["totals"]["events"]
@@ -520,6 +535,10 @@ def test_fleet_hours_read_the_same_as_their_buckets(
     after = full_document(store.digest(*edges))
     assert read == blocks
     assert after["totals"]["events"] == expected
+    read.clear()  # db1's hour rolled up again: its blocks rebuilt, equal to its buckets
+    rebuilt = full_document(store.digest(*edges, host="db1"))
+    assert read == mine
+    assert rebuilt["totals"]["events"] == events + late["totals"]["events"]
     # an hour that ended but that a host has not written yet waits for it (or 15 minutes)
     six = f"{nxt} 06:00:00"
     store.write("db1", six, at(buckets[0], "db1", six))
