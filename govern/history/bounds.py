@@ -21,6 +21,7 @@ from govern.history.rows import sketch_of, state_summary
 QUANTILES = (0.95, 0.99)
 #: The class tables that carry the columns, and their bucket column.
 TABLES = (("history_classes", "start"), ("history_day_classes", "day"))
+NAMES = tuple(name for name, _ in TABLES)
 COLUMNS = ("qt_p95_key", "qt_p99_key", "explained")
 #: Rows per UPDATE of :func:`fill`.
 BATCH = 500
@@ -66,7 +67,7 @@ def fill(
     store: Any,
     since: str | None = None,
     progress: Callable[[int], None] | None = None,
-    tables: tuple[str, ...] = tuple(table for table, _ in TABLES),
+    tables: tuple[str, ...] = NAMES,
 ) -> int:
     """Write the columns of rows that lack them (written before migration 0007), a bucket
     (host and hour or day) at a time, each in its own transaction: stopped, it resumes where

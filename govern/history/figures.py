@@ -467,7 +467,11 @@ def span_figures(
                 qt_max, rank, at, explained = _worst(worst)
                 table = "history_classes" if rank else "history_day_classes"
                 cls = ClassFigures(name, read, sources[host])
-                known = None if int(unknown) else (int(keys[0]), int(keys[1]), int(keys[2]), int(keys[3]))
+                known = (
+                    None
+                    if int(unknown)
+                    else (int(keys[0]), int(keys[1]), int(keys[2]), int(keys[3]))
+                )
                 cls.add(int(count), int(micro), qt_max, (table, host, at, name),
                         (rank, host, at), None if explained == 2 else explained, known)  # fmt: skip
                 figures[host].by_id[name] = cls

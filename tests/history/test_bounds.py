@@ -17,12 +17,13 @@ def test_a_mix_s_percentiles_lie_between_its_rows() -> None:
             count = rng.randint(1, 60)
             scale = rng.choice([300, 5_000, 80_000])
             buckets: dict[int, int] = {}
-            sketch.add_counted(buckets, [(int(rng.expovariate(1 / scale)), 1) for _ in range(count)])
+            sketch.add_counted(
+                buckets, [(int(rng.expovariate(1 / scale)), 1) for _ in range(count)]
+            )
             rows.append((buckets, count))
         merged: dict[int, int] = {}
         for buckets, _ in rows:
             sketch.merge_into(merged, buckets)
-        total = sum(count for _, count in rows)
         keys = [quantile_keys(buckets, count) for buckets, count in rows]
         low = min(sketch.bucket_range(key)[0] for key in merged)  # the exact min lies in here
         high = max(sketch.bucket_range(key)[1] for key in merged)
