@@ -14,7 +14,9 @@ The work follows what can be a finding, not the store (:func:`span_figures`): th
 figures (count, total, largest Query_time and where it is) are summed by the server, one
 ``GROUP BY host, class_id`` query for every host whose days read alike; a class's rows
 (their sketch blobs) are read only when its percentiles are asked, in batches
-(:meth:`Source.load`).
+(:meth:`Source.load`). The same query takes the ``MIN``/``MAX`` of the rows' own p95/p99
+buckets (bounds.py), which bound the class's percentiles without a sketch, and the worst
+row's ``explained`` flag, so an unexplained class's state is never read for a plan.
 
 The figures are those of the merged report, exactly: percentiles from the same merged sketch
 clamped to the same exact [min, max] (the max is a column; the min is read from the states
@@ -31,6 +33,7 @@ from typing import Any
 
 from govern import sketch
 from govern.digest.report import SampleQuery
+from govern.history.bounds import value_range
 from govern.history.rows import sketch_of, state_summary, unpack
 from govern.history.sql import SqlStore, stamp
 
@@ -42,6 +45,8 @@ BATCH = 500
 Ref = tuple[str, str, str, str]
 #: (p95, p99) in seconds.
 Pair = tuple[float | None, float | None]
+#: The lowest and highest p95 bucket, then p99's, of a class's rows (bounds.py).
+Keys = tuple[int, int, int, int]
 
 
 class ClassFigures:
@@ -50,7 +55,8 @@ class ClassFigures:
     ``sample``, ``fingerprint``), the costly parts computed on first use."""
 
     __slots__ = ("_bounds", "_fingerprint", "_plan", "_plan_read", "_read", "_rows", "_sketch", "_stat",
-                 "count", "id", "micro", "parts", "qt_max", "source", "worst", "worst_order")  # fmt: skip
+                 "count", "explained", "id", "keys", "micro", "parts", "qt_max", "source", "worst",
+                 "worst_order")  # fmt: skip
 
     def __init__(self, class_id: str, read: StateReader, source: Source | None = None) -> None:
         self.id = class_id
@@ -62,6 +68,10 @@ class ClassFigures:
         self._rows: list[tuple[Ref, bytes | None, int]] | None = None
         self.worst: Ref | None = None
         self.worst_order: tuple[Any, ...] = ()
+        self.explained: int | None = None  # the worst row's flag (None: not known)
+        #: the lowest and highest p95 and p99 buckets of the rows (bounds.py; None: a row
+        #: lacks them, or no row yet)
+        self.keys: Keys | None = None
         self._read = read
         self._sketch: dict[int, int] | None = None
         self._stat: Pair | None = None
@@ -70,13 +80,25 @@ class ClassFigures:
         self._plan: dict[str, Any] | None = None
         self._plan_read = False
 
-    def add(self, count: int, micro: int, qt_max: int, ref: Ref, order: tuple[Any, ...]) -> None:
-        """Summed rows, their worst at ``ref``; ``order`` is its place in report()'s merge
-        (the last worst event wins)."""
+    def add(
+        self,
+        count: int,
+        micro: int,
+        qt_max: int,
+        ref: Ref,
+        order: tuple[Any, ...],
+        explained: int | None = None,
+        keys: Keys | None = None,
+    ) -> None:
+        """Summed rows, their worst at ``ref`` (``explained``: its flag); ``order`` is its
+        place in report()'s merge (the last worst event wins); ``keys``: the rows'
+        percentile buckets."""
         self.count += count
         self.micro += micro
         if qt_max > self.qt_max or (qt_max == self.qt_max and order > self.worst_order):
             self.qt_max, self.worst, self.worst_order = qt_max, ref, order
+            self.explained = explained
+        self.keys = keys
 
     @property
     def rows(self) -> list[tuple[Ref, bytes | None, int]]:
@@ -98,12 +120,17 @@ class ClassFigures:
         """Another host's figures of the class (the fleet): its sketch merged once, reused."""
         self.count += other.count
         self.micro += other.micro
+        if not self.parts:
+            self.keys = other.keys
+        elif self.keys is not None:  # (None once any part lacks them)
+            self.keys = None if other.keys is None else _widest(self.keys, other.keys)
         self.parts.append(other)
         if other.worst is not None and (
             other.qt_max > self.qt_max
             or (other.qt_max == self.qt_max and other.worst_order > self.worst_order)
         ):
             self.qt_max, self.worst, self.worst_order = other.qt_max, other.worst, other.worst_order
+            self.explained = other.explained
 
     # --- what judge reads ---------------------------------------------------------------
     @property
@@ -130,6 +157,11 @@ class ClassFigures:
         states hold (somewhere in that bucket). Equal when no state is needed."""
         if self._stat is not None:
             return self._stat, self._stat
+        if self._bounds is None and self.keys is not None and not self.loaded:
+            # from the rows' percentile buckets (bounds.py): no sketch read
+            p95 = value_range(self.keys[0], self.keys[1], self.qt_max)
+            p99 = value_range(self.keys[2], self.keys[3], self.qt_max)
+            return (_seconds(p95[0]), _seconds(p99[0])), (_seconds(p95[1]), _seconds(p99[1]))
         if self._bounds is None:
             merged = self.merged_sketch()
             if not merged or sum(merged.values()) != self.count:
@@ -146,6 +178,8 @@ class ClassFigures:
     @property
     def sample(self) -> SampleQuery:
         """The worst event's plan (nothing else of the sample is read)."""
+        if not self._plan_read and self.explained == 0:  # its worst row holds no plan
+            self._plan, self._plan_read = None, True
         if not self._plan_read:
             summary = self._worst_state()
             self._plan, self._plan_read = (summary[1] if summary else None), True
@@ -228,6 +262,15 @@ class ClassFigures:
             round(v / 1_000_000, 6) for v in sketch.quantiles(buckets, QUANTILES, low, high)
         )
         return p95, p99
+
+
+def _seconds(micro: int) -> float:
+    return round(micro / 1_000_000, 6)
+
+
+def _widest(one: Keys, other: Keys) -> Keys:
+    return (min(one[0], other[0]), max(one[1], other[1]),
+            min(one[2], other[2]), max(one[3], other[3]))  # fmt: skip
 
 
 class QueryTime:
@@ -418,69 +461,84 @@ def span_figures(
         ranges = list(_hour_ranges(since, until, days, set(whole)))
         sources = {host: Source(store, host, list(whole), ranges) for host in members}
         figures = {host: Figures({}) for host in members}
-        for host, class_id, count, micro, worst in _sums(store, members, whole, ranges):
-            name = str(class_id)
-            qt_max, rank, at = _worst(worst)
-            table = "history_classes" if rank else "history_day_classes"
-            cls = ClassFigures(name, read, sources[str(host)])
-            cls.add(int(count), int(micro), qt_max, (table, str(host), at, name),
-                    (rank, str(host), at))  # fmt: skip
-            figures[str(host)].by_id[name] = cls
+        for host in members:
+            for class_id, count, micro, worst, *keys, unknown in _sums(store, host, whole, ranges):
+                name = str(class_id)
+                qt_max, rank, at, explained = _worst(worst)
+                table = "history_classes" if rank else "history_day_classes"
+                cls = ClassFigures(name, read, sources[host])
+                known = (
+                    None
+                    if int(unknown)
+                    else (int(keys[0]), int(keys[1]), int(keys[2]), int(keys[3]))
+                )
+                cls.add(int(count), int(micro), qt_max, (table, host, at, name),
+                        (rank, host, at), None if explained == 2 else explained, known)  # fmt: skip
+                figures[host].by_id[name] = cls
         found.update(figures)
     return {host: found[host] for host in hosts}
 
 
 def _sums(
-    store: SqlStore, hosts: list[str], days: tuple[str, ...], ranges: list[tuple[str, str]]
+    store: SqlStore, host: str, days: tuple[str, ...], ranges: list[tuple[str, str]]
 ) -> list[tuple[Any, ...]]:
-    """(host, class ID, count, total µs, worst) of ``hosts`` over ``days`` and ``ranges``;
-    worst: the largest of "qt_max rank when" (qt_max padded to 20 digits; rank 0 for a
-    day's row, 1 for an hour's), report()'s merge order of ties."""
+    """(class ID, count, total µs, worst, lowest and highest p95 bucket, same of p99, rows
+    without buckets) of ``host`` over ``days`` and ``ranges``; worst: the largest of
+    "qt_max rank when explained" (qt_max padded to 20 digits; rank 0 for a day's row, 1 for
+    an hour's: report()'s merge order of ties; explained 2 when the row lacks the flag)."""
     if store.dialect == "mysql":
-        key = "CONCAT(LPAD(qt_max, 20, '0'), ' {rank} ', {column})"
+        key = "CONCAT(LPAD(qt_max, 20, '0'), ' {rank} ', {column}, ' ', COALESCE(explained, 2))"
         index = "{table} FORCE INDEX ({table}_figures)"
     else:
-        key = "printf('%020d', qt_max) || ' {rank} ' || {column}"
+        key = "printf('%020d', qt_max) || ' {rank} ' || {column} || ' ' || COALESCE(explained, 2)"
         index = "{table} INDEXED BY {table}_figures"
-    # the covering indexes of migration 0005: the rows' states are not read (MariaDB
+    # the covering indexes of migrations 0006/0008: the rows' states are not read (MariaDB
     # chose the primary key, and read them, 5x slower); each part grouped on its own, so
-    # the union the outer query groups again is a row per class and part, not per row
-    # (a union of the rows went to an on-disk temporary table)
-    marks = ", ".join(["?"] * len(hosts))
+    # the union the outer query groups again is a row per class and part, not per row.
+    # One host a query: grouped by (host, class) over the fleet, MariaDB's temporary table
+    # outgrew memory and went to disk (6.0 s for the window's 600,000 rows, 50 hosts x 40
+    # ms one host at a time)
+    figures = (
+        "SUM(count) AS count, SUM(query_time) AS query_time, MAX({key}) AS worst,"
+        " MIN(qt_p95_key) AS p95_low, MAX(qt_p95_key) AS p95_high,"
+        " MIN(qt_p99_key) AS p99_low, MAX(qt_p99_key) AS p99_high,"
+        " SUM(CASE WHEN qt_p95_key IS NULL THEN 1 ELSE 0 END) AS unknown"
+    )
     parts: list[str] = []
     args: list[Any] = []
     if days:
         parts.append(
-            "SELECT host, class_id, SUM(count) AS count, SUM(query_time) AS query_time, MAX("
-            + key.format(rank=0, column="day")
-            + f") AS worst FROM {index.format(table='history_day_classes')}"
-            + f" WHERE host IN ({marks})"
-            + f" AND day IN ({', '.join(['?'] * len(days))}) GROUP BY host, class_id"
+            "SELECT class_id, "
+            + figures.format(key=key.format(rank=0, column="day"))
+            + f" FROM {index.format(table='history_day_classes')} WHERE host = ?"
+            + f" AND day IN ({', '.join(['?'] * len(days))}) GROUP BY class_id"
         )
-        args += [*hosts, *days]
+        args += [host, *days]
     for low, high in ranges:
         parts.append(
-            "SELECT host, class_id, SUM(count) AS count, SUM(query_time) AS query_time, MAX("
-            + key.format(rank=1, column="start")
-            + f") AS worst FROM {index.format(table='history_classes')}"
-            + f" WHERE host IN ({marks})"
-            " AND start >= ? AND start < ? GROUP BY host, class_id"
+            "SELECT class_id, "
+            + figures.format(key=key.format(rank=1, column="start"))
+            + f" FROM {index.format(table='history_classes')} WHERE host = ?"
+            " AND start >= ? AND start < ? GROUP BY class_id"
         )
-        args += [*hosts, low, high]
+        args += [host, low, high]
     if not parts:
         return []
+    if len(parts) == 1:
+        return store.run(parts[0], args)
     return store.run(
-        "SELECT host, class_id, SUM(count), SUM(query_time), MAX(worst) FROM ("
+        "SELECT class_id, SUM(count), SUM(query_time), MAX(worst), MIN(p95_low), MAX(p95_high),"
+        " MIN(p99_low), MAX(p99_high), SUM(unknown) FROM ("
         + " UNION ALL ".join(parts)
-        + ") AS part GROUP BY host, class_id",
+        + ") AS part GROUP BY class_id",
         args,
     )
 
 
-def _worst(value: Any) -> tuple[int, int, str]:
-    """(qt_max, rank, when) of a ``_sums`` worst."""
+def _worst(value: Any) -> tuple[int, int, str, int]:
+    """(qt_max, rank, when, explained) of a ``_sums`` worst."""
     text = value.decode() if isinstance(value, bytes) else str(value)
-    return int(text[:20]), int(text[21]), text[23:]
+    return int(text[:20]), int(text[21]), text[23:-2], int(text[-1])
 
 
 def host_figures(

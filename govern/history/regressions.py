@@ -529,10 +529,11 @@ def _fleet(
 def prepare(read: StateReader, spans: list[tuple[Figures, Figures]], rules: Rules) -> None:
     """Read in batches what :func:`judge` will ask of (baseline, window) pairs: the rows of
     the window's classes past the count floor that may have slowed (largest event at least
-    ``min_time``; new, or with a baseline past the floor too), then the baseline's rows of
-    those whose window p95 or p99 could have risen, and the worst states (plans) of the
-    window's classes past the count floor. Judging is the same without it, one round trip
-    per class slower."""
+    ``min_time``; new, or with a baseline past the floor too, whose percentile bounds allow
+    a rise: the rows' bucket columns bound them without a sketch, bounds.py), then the
+    baseline's rows of those whose window p95 or p99 could have risen, and the worst states
+    (plans) of the window's classes past the count floor whose worst row may hold a plan.
+    Judging is the same without it, one round trip per class slower."""
     counted = [
         (cls, before.by_id.get(cls.id))
         for before, window in spans
@@ -545,16 +546,25 @@ def prepare(read: StateReader, spans: list[tuple[Figures, Figures]], rules: Rule
         if cls.qt_max >= rules.min_time * 1_000_000
         # new (a finding), or a baseline past the floor (a percentile finding possible)
         and (was is None or was.count == 0 or was.count >= rules.min_count)
+        and (was is None or was.count == 0 or _may_rise(was, cls, rules))
     ]
     load(cls for cls, _ in slow)
     load(
         was
         for cls, was in slow
-        if was is not None
-        and was.count >= rules.min_count
-        and any(value is not None and value >= rules.min_time for value in bounds(cls)[1])
+        if was is not None and was.count >= rules.min_count and _may_rise(was, cls, rules)
     )
-    read.prefetch(cls.worst for cls, _ in counted if cls.worst)
+    read.prefetch(cls.worst for cls, _ in counted if cls.worst and cls.explained != 0)
+
+
+def _may_rise(was: Judged, now: Judged, rules: Rules) -> bool:
+    """The window's p95 or p99 can be at least ``min_time`` and have risen, by the bounds
+    known so far (judge's test)."""
+    high = bounds(now)[1]
+    return any(value is not None and value >= rules.min_time for value in high) and any(
+        rose(old, new, rules.factor, rules.min_time)
+        for old, new in zip(bounds(was)[0], high, strict=True)
+    )
 
 
 def _costliest(sides: list[tuple[str, Figures, Figures]], class_id: str) -> list[str]:

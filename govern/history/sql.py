@@ -35,6 +35,8 @@ from govern.digest.document import full_document
 from govern.digest.report import HostShare, Report
 from govern.digest.result import Digest
 from govern.errors import UsageError
+from govern.history.bounds import COLUMNS as BOUND_COLUMNS
+from govern.history.bounds import row_figures
 from govern.history.ladders import (
     FLEET_DAYS,
     FLEET_HOURS,
@@ -307,6 +309,9 @@ _MYSQL = {
     "engine": " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
 }
 
+_BOUNDS_TABLES = (("history_classes", "host, start"), ("history_day_classes", "host, day"))
+_BOUNDED = "class_id, count, query_time, qt_max, qt_p95_key, qt_p99_key, explained"
+
 MIGRATIONS = [
     Migration("history_0001_buckets", {"sqlite": _tables(**_SQLITE), "mysql": _tables(**_MYSQL)}),
     Migration(
@@ -396,6 +401,34 @@ MIGRATIONS = [
                 SELECT DISTINCT host, DATE_FORMAT(start, '%Y-%m-%d %H:00:00'), 2
                 FROM history_buckets
             """,
+        },
+    ),
+    # each class row's p95/p99 sketch buckets and whether its sample was explained
+    # (bounds.py), in the covering indexes govern regressions sums: a steady class is left
+    # out without reading its sketches, an unexplained one without reading its state.
+    # Rows written before stay NULL (read the exact way) until bounds.fill() runs.
+    Migration(
+        "history_0008_row_bounds",
+        {
+            "sqlite": ";".join(
+                f"""
+                ALTER TABLE {table} ADD COLUMN qt_p95_key INT;
+                ALTER TABLE {table} ADD COLUMN qt_p99_key INT;
+                ALTER TABLE {table} ADD COLUMN explained INT;
+                DROP INDEX {table}_figures;
+                CREATE INDEX {table}_figures ON {table} ({column}, {_BOUNDED})
+                """
+                for table, column in _BOUNDS_TABLES
+            ),
+            "mysql": ";".join(
+                f"""
+                ALTER TABLE {table} ADD COLUMN qt_p95_key INT NULL,
+                    ADD COLUMN qt_p99_key INT NULL, ADD COLUMN explained TINYINT NULL;
+                ALTER TABLE {table} DROP INDEX {table}_figures,
+                    ADD INDEX {table}_figures ({column}, {_BOUNDED})
+                """
+                for table, column in _BOUNDS_TABLES
+            ),
         },
     ),
 ]
@@ -567,12 +600,14 @@ class SqlStore:
         self.run("DELETE FROM history_classes WHERE host = ? AND start = ?", (host, start))
         self._insert(
             "history_classes",
-            ("host", "start", "class_id", "count", "query_time", "qt_max", "qt_sketch", "state"),
+            ("host", "start", "class_id", "count", "query_time", "qt_max", "qt_sketch", "state",
+             *BOUND_COLUMNS),
             [
-                (host, start, c.class_id, c.count, c.query_time, c.qt_max, c.qt_sketch, c.state)
+                (host, start, c.class_id, c.count, c.query_time, c.qt_max, c.qt_sketch, c.state,
+                 *row_figures(c.count, c.qt_sketch, c.state))
                 for c in rows.classes
             ],
-        )
+        )  # fmt: skip
 
     def _insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
@@ -1269,12 +1304,14 @@ class SqlStore:
             self.run("DELETE FROM history_day_classes WHERE host = ? AND day = ?", (host, day))
             self._insert(
                 "history_day_classes",
-                ("host", "day", "class_id", "count", "query_time", "qt_max", "qt_sketch", "state"),
+                ("host", "day", "class_id", "count", "query_time", "qt_max", "qt_sketch", "state",
+                 *BOUND_COLUMNS),
                 [
-                    (host, day, c.class_id, c.count, c.query_time, c.qt_max, c.qt_sketch, c.state)
+                    (host, day, c.class_id, c.count, c.query_time, c.qt_max, c.qt_sketch, c.state,
+                     *row_figures(c.count, c.qt_sketch, c.state))
                     for c in rows.classes
                 ],
-            )
+            )  # fmt: skip
             self.run(
                 "UPDATE history_days SET events = ?, query_time = ?, qt_sketch = ?, meta = ?,"
                 " rolled_at = ?, stale = CASE WHEN version = ? THEN 0 ELSE 1 END"

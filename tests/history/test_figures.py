@@ -14,6 +14,7 @@ import pytest
 from govern.digest.document import full_document
 from govern.digest.options import DigestOptions
 from govern.digest.runner import digest_bytes
+from govern.history import bounds
 from govern.history.figures import (
     Figures,
     StateReader,
@@ -96,6 +97,18 @@ def check(store: SqlStore, since: datetime, until: datetime) -> None:
                     if value is None
                     else (lowest is not None and highest is not None and lowest <= value <= highest)
                 ), (cls.id, low, exact, high)
+    # the fleet's bounds, from both hosts' rows before any sketch is read
+    fresh = span_figures(store, StateReader(store), ["db1", "db2"], since, until)
+    fleet = store.report(since, until)
+    summed = Figures.summed(fresh.values(), StateReader(store)).by_id
+    for cls in fleet.classes:
+        low, high = summed[cls.id].percentile_bounds()
+        for lowest, value, highest in zip(
+            low, (cls.query_time.p95, cls.query_time.p99), high, strict=True
+        ):
+            assert value is None or (
+                lowest is not None and highest is not None and lowest <= value <= highest
+            ), (cls.id, low, value, high)
     parts = [bulk["db1"], bulk["db2"]]
     for figures, report in (
         (parts[0], store.report(since, until, host="db1")),
@@ -136,6 +149,29 @@ def test_figures_are_the_merged_reports(store: SqlStore) -> None:
         check(store, since, until)
     store.roll_up(now=UNTIL)
     store.retain(now=UNTIL, hourly_days=2)  # older days' buckets dropped
+    for since, until in windows:
+        check(store, since, until)
+    # rows written before migration 0008 (no bucket columns, no flag) are read the exact
+    # way, and bounds.fill() gives them what a write gives
+    written = store.run(
+        "SELECT host, start, class_id, qt_p95_key, qt_p99_key, explained FROM history_classes"
+    )
+    assert written and all(row[5] is not None for row in written)
+    for table in ("history_classes", "history_day_classes"):
+        store.run(
+            f"UPDATE {table} SET qt_p95_key = NULL, qt_p99_key = NULL, explained = NULL"
+            " WHERE host = ?",
+            ("db1",),
+        )
+    for since, until in windows:
+        check(store, since, until)
+    assert bounds.fill(store) > 0
+    assert sorted(
+        store.run(
+            "SELECT host, start, class_id, qt_p95_key, qt_p99_key, explained FROM history_classes"
+        )
+    ) == sorted(written)
+    assert bounds.fill(store) == 0
     for since, until in windows:
         check(store, since, until)
     # the hours with data are those series() counts, per host and fleet-wide

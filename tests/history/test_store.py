@@ -245,7 +245,7 @@ def test_migrations_from_empty_and_from_version_1(
     old = SqliteStore(tmp_path / "v1.db", migrations=MIGRATIONS[:1])
     assert old.applied_migrations() == names[:1]
     old.write = None  # type: ignore[assignment,method-assign]  # version 1 had no roll-ups
-    old._replace_bucket("db1", f"{DAY} 01:00:00", 3600, _rows(buckets[0]))
+    _write_v1(old, "db1", f"{DAY} 01:00:00", _rows(buckets[0]))
     old.close()
     store = SqliteStore(tmp_path / "v1.db")
     assert store.applied_migrations() == names
@@ -265,6 +265,21 @@ def test_migrations_from_empty_and_from_version_1(
     fresh.close()
 
 
+def _write_v1(store: Any, host: str, start: str, rows: Any) -> None:
+    """A bucket as version 1 wrote it (its columns only)."""
+    store.run(
+        "INSERT INTO history_buckets (host, start, seconds, events, query_time, qt_sketch, meta,"
+        " written_at) VALUES (?, ?, 3600, ?, ?, ?, ?, ?)",
+        (host, start, rows.events, rows.query_time, rows.qt_sketch, rows.meta, start),
+    )
+    for c in rows.classes:
+        store.run(
+            "INSERT INTO history_classes (host, start, class_id, count, query_time, qt_max,"
+            " qt_sketch, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (host, start, c.class_id, c.count, c.query_time, c.qt_max, c.qt_sketch, c.state),
+        )
+
+
 def _rows(document: dict[str, Any]) -> Any:
     from govern.history.rows import bucket_rows
 
@@ -278,7 +293,7 @@ def test_mysql_migrations_from_version_1(
     old = MysqlStore.open(url, migrations=MIGRATIONS[:1])
     try:
         with old._transaction():
-            old._replace_bucket("db1", f"{DAY} 01:00:00", 3600, _rows(buckets[0]))
+            _write_v1(old, "db1", f"{DAY} 01:00:00", _rows(buckets[0]))
         old.close()
         store = MysqlStore.open(url)
         assert store.applied_migrations() == [m.id for m in MIGRATIONS]
