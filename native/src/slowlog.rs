@@ -920,10 +920,12 @@ fn push_attribute_pairs(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, u
 /// `push @properties, $line =~ m/(\w+):\s+(\S+|\Z)/g` (as `push_attribute_pairs`) in one
 /// pass: its colons, spaces, word and digit bytes are classified 16 at a time into bit
 /// masks, and the line test and each pair are read off them with a few bit operations
-/// instead of byte loops and a search per colon. `None`: not an attribute line;
-/// `Some(false)`, nothing pushed: the line is over 128 bytes, or pt's `Schema:` edit
-/// may apply to it (see `schema_fix`; every `Schema:` followed by a space ends at a
-/// colon this pass visits, or ends a value).
+/// instead of byte loops and a search per colon. The pairs are read through a 64-bit
+/// window of the masks (a u128 shifted by a variable amount costs several instructions
+/// a shift), moved up to the cursor when a pair runs past it. `None`: not an attribute
+/// line; `Some(false)`, nothing pushed: the line is over 128 bytes, a pair is longer
+/// than the window, or pt's `Schema:` edit may apply to it (see `schema_fix`; every
+/// `Schema:` followed by a space ends at a colon this pass visits, or ends a value).
 fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) -> Item) -> Option<bool> {
     let n = line.len();
     if n > 128 || line.first() != Some(&b'#') {
@@ -937,9 +939,8 @@ fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) 
     let m = ByteMasks::of(line);
     let name = (!m.word >> p).trailing_zeros() as usize;
     let e = p + name;
-    let name_bits = ((1u128 << name) - 1) << p;
     if name < 2
-        || m.digit & name_bits != 0
+        || (m.digit >> p) & ((1u128 << name) - 1) != 0
         || !line[e..].starts_with(b": ")
         || line.get(e + 2).is_none_or(|&b| is_space(b))
     {
@@ -949,31 +950,68 @@ fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) 
     // Where a value (`\S+`) stops: a space or the end of the line.
     let stop = m.space | !inside;
     let start_len = items.len();
+    // A pair and the spaces after it take 5 bytes at least.
+    items.reserve(n / 2 + 2);
+    let mut base = 0;
+    let mut w = Window::of(&m, stop, 0);
     let mut cursor = 0;
-    let mut colons = m.colon;
-    while colons != 0 {
-        let colon = colons.trailing_zeros() as usize;
-        colons &= colons - 1;
-        if colon < cursor {
+    loop {
+        // The line goes on past the window, and the window's last bit in the line.
+        let more = n - base > 64;
+        let end = if more { 64 } else { n - base };
+        // The next colon at or after the cursor.
+        if w.colon == 0 {
+            if !more {
+                return Some(true);
+            }
+            base = if cursor > base { cursor } else { base + 64 };
+            w = Window::of(&m, stop, base);
             continue;
         }
+        let colon = base + w.colon.trailing_zeros() as usize;
         if colon >= 6 && &line[colon - 6..colon] == b"Schema" && schema_fix_applies(line, colon + 1) {
             items.truncate(start_len);
             return Some(false);
         }
         // The key is the \w run ending at the colon, starting no earlier than the cursor.
-        let before = !m.word & ((1u128 << colon) - 1);
-        let k = if before == 0 { 0 } else { 128 - before.leading_zeros() as usize }.max(cursor);
-        let after = colon + 1;
-        let ws = if after >= n { 0 } else { (!m.space >> after).trailing_zeros() as usize };
-        if k == colon || ws == 0 {
-            cursor = after;
+        let c = colon - base;
+        let before = !w.word & ((1u64 << c) - 1);
+        let k = if before != 0 {
+            (base + 64 - before.leading_zeros() as usize).max(cursor)
+        } else if cursor >= base {
+            cursor
+        } else {
+            // The \w run starts before the window.
+            items.truncate(start_len);
+            return Some(false);
+        };
+        // Spaces after the colon, then the value, in window bits: `end` when they run
+        // to the window's end.
+        let a = c + 1;
+        let ws = if a >= end { end - a } else { ((!w.space >> a).trailing_zeros() as usize).min(end - a) };
+        let v = a + ws;
+        let vlen = if v >= end { 0 } else { ((w.stop >> v).trailing_zeros() as usize).min(end - v) };
+        if more && v + vlen == end {
+            // The pair may run past the window: move the window to the cursor (the
+            // colon stays in it), or give up when it starts there already.
+            if base == cursor {
+                items.truncate(start_len);
+                return Some(false);
+            }
+            base = cursor;
+            w = Window::of(&m, stop, base);
             continue;
         }
-        let v = after + ws;
-        let vlen = if v >= n { 0 } else { (stop >> v).trailing_zeros() as usize };
+        let after = colon + 1;
+        if k == colon || ws == 0 {
+            cursor = after;
+            w.skip_to(cursor - base);
+            continue;
+        }
+        let v = base + v;
         if vlen == 0 && v != n {
             cursor = after;
+            w.skip_to(cursor - base);
             continue;
         }
         if vlen > 0 && line[v + vlen - 1] == b':' {
@@ -981,10 +1019,37 @@ fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) 
             items.truncate(start_len);
             return Some(false);
         }
-        items.extend([at(k, colon), at(v, v + vlen)]);
+        items.push(at(k, colon));
+        items.push(at(v, v + vlen));
         cursor = v + vlen;
+        w.skip_to(cursor - base);
     }
-    Some(true)
+}
+
+/// 64 bits of a line's masks from bit `base` on.
+struct Window {
+    colon: u64,
+    space: u64,
+    word: u64,
+    stop: u64,
+}
+
+impl Window {
+    #[inline]
+    fn of(m: &ByteMasks, stop: u128, base: usize) -> Window {
+        Window {
+            colon: (m.colon >> base) as u64,
+            space: (m.space >> base) as u64,
+            word: (m.word >> base) as u64,
+            stop: (stop >> base) as u64,
+        }
+    }
+
+    /// Forget the colons before bit `i` (at most 64: all of them).
+    #[inline]
+    fn skip_to(&mut self, i: usize) {
+        self.colon = if i >= 64 { 0 } else { self.colon & (!0u64 << i) };
+    }
 }
 
 /// pt's `Schema:\s+\w+: ` test at the bytes after a `Schema:`.
