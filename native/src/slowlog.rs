@@ -216,7 +216,7 @@ impl<'p> Event<'p> {
     }
 
     /// A property the digest reads on every event, without a search.
-    #[inline]
+    #[inline(always)]
     pub fn known(&self, k: Known) -> Option<&'p [u8]> {
         let i = self.known[k as usize];
         if i == u16::MAX {
@@ -1252,6 +1252,8 @@ struct Shape {
     /// Its keys, one after the other, and where each ends.
     keys: Vec<u8>,
     ends: Vec<u32>,
+    /// The index of each key in `CONSTS`, `u32::MAX` for keys read from the record.
+    consts: Vec<u32>,
     /// The prop each pair went to.
     slots: Vec<u16>,
     /// Its number of items (`usize::MAX`: not kept) and of props.
@@ -1269,10 +1271,16 @@ impl Shape {
     fn fits(&self, items: &[Item], places: Places) -> bool {
         let mut start = 0;
         items.len() == self.items
-            && items.iter().step_by(2).zip(&self.ends).all(|(&k, &end)| {
+            && items.iter().step_by(2).zip(self.ends.iter().zip(&self.consts)).all(|(&k, (&end, &c))| {
                 let last = &self.keys[start..end as usize];
                 start = end as usize;
-                same_bytes(places.bytes(k), last)
+                // A constant key is compared by its index (a constant and a key read
+                // from the record with the same bytes do not fit: the long way then).
+                match k.src {
+                    Src::Const => c == k.a,
+                    Src::Stmt => c == u32::MAX && same_bytes(&places.stmt[k.a as usize..k.b as usize], last),
+                    _ => c == u32::MAX && same_bytes(places.bytes(k), last),
+                }
             })
     }
 }
@@ -1338,6 +1346,7 @@ impl Pairs {
         self.victim = (self.victim + 1) % SHAPES;
         shape.keys.clear();
         shape.ends.clear();
+        shape.consts.clear();
         shape.slots.clear();
         // Keys are looked up in a small open-addressing table of their signatures
         // (length and first and last bytes), so a repeated key is found without
@@ -1351,6 +1360,7 @@ impl Pairs {
             let kb = bytes(k);
             shape.keys.extend_from_slice(kb);
             shape.ends.push(shape.keys.len() as u32);
+            shape.consts.push(if k.src == Src::Const { k.a } else { u32::MAX });
             let ks = sig(kb);
             let mut h = (ks.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize;
             let slot = loop {
