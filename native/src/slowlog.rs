@@ -19,17 +19,106 @@ use crate::perl::{is_space, is_word, run_len, split_set_assignments_with};
 use crate::records::Separators;
 
 /// One value of pt's `@properties` list, stored as a place rather than a slice so the
-/// parser can keep reusing its buffers.
+/// parser can keep reusing its buffers: 12 bytes, pushed and copied cheaply (pairs are
+/// pushed about 20 times an event).
 #[derive(Clone, Copy, Debug)]
-enum Item {
-    Const(&'static [u8]),
-    /// A range of the current record text.
-    Stmt(u32, u32),
-    /// A range of the parser's scratch arena (lines pt edits before splitting).
-    Arena(u32, u32),
-    /// A range of the input data (the read-ahead line).
-    Data(usize, usize),
-    Num(u64),
+struct Item {
+    src: Src,
+    a: u32,
+    b: u32,
+}
+
+/// Where an `Item` lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Src {
+    /// `CONSTS[a]`.
+    Const,
+    /// `a..b` of the current record text.
+    Stmt,
+    /// `a..b` of the parser's scratch arena (lines pt edits before splitting).
+    Arena,
+    /// The read-ahead line (`Parser::ahead`).
+    Ahead,
+    /// The number `a | b << 32`.
+    Num,
+}
+
+/// The constant keys and values the parser pushes.
+const CONSTS: [&[u8]; 13] = [
+    b"cmd",
+    b"Query",
+    b"pos_in_log",
+    b"arg",
+    b"bytes",
+    b"ts",
+    b"Admin",
+    b"db",
+    b"/* No query */",
+    b"user",
+    b"host",
+    b"ip",
+    b"Thread_id",
+];
+const CMD: Item = Item::constant(0);
+const QUERY: Item = Item::constant(1);
+const POS_IN_LOG: Item = Item::constant(2);
+const ARG: Item = Item::constant(3);
+const BYTES: Item = Item::constant(4);
+const TS: Item = Item::constant(5);
+const ADMIN: Item = Item::constant(6);
+const DB: Item = Item::constant(7);
+const NO_QUERY: Item = Item::constant(8);
+const USER: Item = Item::constant(9);
+const HOST: Item = Item::constant(10);
+const IP: Item = Item::constant(11);
+const THREAD_ID: Item = Item::constant(12);
+
+impl Item {
+    const fn constant(i: u32) -> Item {
+        Item { src: Src::Const, a: i, b: 0 }
+    }
+
+    #[inline(always)]
+    fn stmt(a: usize, b: usize) -> Item {
+        Item { src: Src::Stmt, a: a as u32, b: b as u32 }
+    }
+
+    fn num(n: u64) -> Item {
+        Item { src: Src::Num, a: n as u32, b: (n >> 32) as u32 }
+    }
+}
+
+/// The places an `Item` points into.
+#[derive(Clone, Copy)]
+struct Places<'p> {
+    stmt: &'p [u8],
+    arena: &'p [u8],
+    ahead: &'p [u8],
+}
+
+impl<'p> Places<'p> {
+    #[inline(always)]
+    fn value(&self, item: Item) -> Value<'p> {
+        let (a, b) = (item.a as usize, item.b as usize);
+        match item.src {
+            Src::Stmt => Value::Bytes(&self.stmt[a..b]),
+            Src::Const => Value::Bytes(CONSTS[a]),
+            Src::Arena => Value::Bytes(&self.arena[a..b]),
+            Src::Ahead => Value::Bytes(self.ahead),
+            Src::Num => Value::Num(a as u64 | (b as u64) << 32),
+        }
+    }
+
+    /// Numbers never stand in key position except through pt's odd-list quirk; such a
+    /// key matches no attribute name.
+    #[inline(always)]
+    fn bytes(&self, item: Item) -> &'p [u8] {
+        match self.value(item) {
+            Value::Bytes(b) => b,
+            Value::Num(_) => b"",
+        }
+    }
 }
 
 /// A property value as pt's event hash holds it.
@@ -83,9 +172,7 @@ enum StmtSrc {
 pub struct Event<'p> {
     props: &'p [(Item, Option<Item>)],
     known: &'p [u16; 10],
-    stmt: &'p [u8],
-    arena: &'p [u8],
-    data: &'p [u8],
+    places: Places<'p>,
     /// Byte offset pt reports as `pos_in_log`.
     pub pos_in_log: u64,
     /// Where govern's Python reader places the record (govern/slowlog.py `Record.offset`):
@@ -99,26 +186,18 @@ pub struct Event<'p> {
 }
 
 impl<'p> Event<'p> {
+    #[inline(always)]
     fn resolve(&self, item: Item) -> Value<'p> {
-        match item {
-            Item::Const(c) => Value::Bytes(c),
-            Item::Stmt(a, b) => Value::Bytes(&self.stmt[a as usize..b as usize]),
-            Item::Arena(a, b) => Value::Bytes(&self.arena[a as usize..b as usize]),
-            Item::Data(a, b) => Value::Bytes(&self.data[a..b]),
-            Item::Num(n) => Value::Num(n),
-        }
+        self.places.value(item)
     }
 
+    #[inline(always)]
     fn key_bytes(&self, item: Item) -> &'p [u8] {
-        match self.resolve(item) {
-            Value::Bytes(b) => b,
-            // Numbers never stand in key position except through pt's odd-list quirk;
-            // such a key matches no attribute name.
-            Value::Num(_) => b"",
-        }
+        self.places.bytes(item)
     }
 
     /// All properties: key, and value (`None` for Perl's undef).
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = (&'p [u8], Option<Value<'p>>)> + '_ {
         self.props.iter().map(move |&(k, v)| (self.key_bytes(k), v.map(|v| self.resolve(v))))
     }
@@ -137,7 +216,7 @@ impl<'p> Event<'p> {
     }
 
     /// A property the digest reads on every event, without a search.
-    #[inline]
+    #[inline(always)]
     pub fn known(&self, k: Known) -> Option<&'p [u8]> {
         let i = self.known[k as usize];
         if i == u16::MAX {
@@ -193,9 +272,11 @@ pub struct Parser<'d> {
     stmt_buf: Vec<u8>,
     cur: StmtSrc,
     arena: Vec<u8>,
+    /// The read-ahead line of the current event, a range of `data` (see `Src::Ahead`).
+    ahead: (usize, usize),
     items: Vec<Item>,
     props: Vec<(Item, Option<Item>)>,
-    sigs: Vec<u64>,
+    pairs: Pairs,
     known: [u16; 10],
     /// Where the current record's lines end (absolute `data` offsets of its newlines),
     /// noted by the record read for the header pass; empty when the record is a copy.
@@ -228,9 +309,10 @@ impl<'d> Parser<'d> {
             stmt_buf: Vec::new(),
             cur: StmtSrc::Buf,
             arena: Vec::new(),
+            ahead: (0, 0),
             items: Vec::with_capacity(64),
             props: Vec::with_capacity(32),
-            sigs: Vec::with_capacity(32),
+            pairs: Pairs::default(),
             known: [u16::MAX; 10],
             newlines: Vec::with_capacity(64),
             version: memmem::Finder::new(b"Version"),
@@ -308,9 +390,7 @@ impl<'d> Parser<'d> {
         Some(Event {
             props: &self.props,
             known: &self.known,
-            stmt,
-            arena: &self.arena,
-            data: self.data,
+            places: Places { stmt, arena: &self.arena, ahead: &self.data[self.ahead.0..self.ahead.1] },
             pos_in_log,
             offset: self.base + self.cur_offset as u64,
             at_end: self.cur_at_end,
@@ -396,12 +476,7 @@ impl<'d> Parser<'d> {
             self.items.clear();
             self.arena.clear();
             let items = &mut self.items;
-            items.extend([
-                Item::Const(b"cmd"),
-                Item::Const(b"Query"),
-                Item::Const(b"pos_in_log"),
-                Item::Num(self.base + this_pos as u64),
-            ]);
+            items.extend([CMD, QUERY, POS_IN_LOG, Item::num(self.base + this_pos as u64)]);
             let (mut got_ts, mut got_uh, mut got_ac, mut got_db, mut got_set) = (false, false, false, false, false);
             let mut found_arg = false;
             let len = stmt.len();
@@ -422,15 +497,14 @@ impl<'d> Parser<'d> {
                     newlines.get(ni).map_or(len, |&e| (e - nl_base).min(len))
                 };
                 let line = &stmt[line_start..line_end];
-                let at = |a: usize, b: usize| Item::Stmt((line_start + a) as u32, (line_start + b) as u32);
+                let at = |a: usize, b: usize| Item::stmt(line_start + a, line_start + b);
                 if !is_header_line(line) {
-                    items.extend([Item::Const(b"arg"), Item::Stmt(line_start as u32, len as u32)]);
-                    items.extend([Item::Const(b"bytes"), Item::Num((len - line_start) as u64)]);
+                    items.extend([ARG, Item::stmt(line_start, len), BYTES, Item::num((len - line_start) as u64)]);
                     break;
                 }
                 let ts = if got_ts { None } else { parse_ts(line) };
                 if let Some(ts_len) = ts {
-                    items.extend([Item::Const(b"ts"), at(8, 8 + ts_len)]);
+                    items.extend([TS, at(8, 8 + ts_len)]);
                     got_ts = true;
                     if !got_uh {
                         if let Some(uh) = parse_user_host(line, &self.uh) {
@@ -443,13 +517,7 @@ impl<'d> Parser<'d> {
                     got_uh = true;
                 } else if !got_ac && line.get(2) == Some(&b'a') && line.starts_with(b"# administrator command:") {
                     let skip = 1 + run_len(&line[1..], is_space);
-                    items.extend([
-                        Item::Const(b"cmd"),
-                        Item::Const(b"Admin"),
-                        Item::Const(b"arg"),
-                        at(skip, line.len()),
-                    ]);
-                    items.extend([Item::Const(b"bytes"), Item::Num((line.len() - skip) as u64)]);
+                    items.extend([CMD, ADMIN, ARG, at(skip, line.len()), BYTES, Item::num((line.len() - skip) as u64)]);
                     found_arg = true;
                     got_ac = true;
                 } else if let Some(done) = attribute_line(items, line, at) {
@@ -459,15 +527,17 @@ impl<'d> Parser<'d> {
                             Some(fixed) => {
                                 let base = self.arena.len();
                                 self.arena.extend_from_slice(&fixed);
-                                push_attribute_pairs(items, &fixed, |a, b| {
-                                    Item::Arena((base + a) as u32, (base + b) as u32)
+                                push_attribute_pairs(items, &fixed, |a, b| Item {
+                                    src: Src::Arena,
+                                    a: (base + a) as u32,
+                                    b: (base + b) as u32,
                                 });
                             }
                         }
                     }
                 } else if !got_db && line.starts_with(b"use ") && line.len() > 4 && line[4] != b';' {
                     let end = memchr(b';', &line[4..]).map_or(line.len(), |i| 4 + i);
-                    items.extend([Item::Const(b"db"), at(4, end)]);
+                    items.extend([DB, at(4, end)]);
                     got_db = true;
                 } else if !got_set && line.starts_with(b"SET") {
                     // Header lines start `SET ` + a keyword, so `^SET\s+` always matches.
@@ -492,21 +562,16 @@ impl<'d> Parser<'d> {
                         }
                         self.pending.push_back(chunk);
                         self.pending_offsets.push_back(a);
-                        items.extend([Item::Const(b"cmd"), Item::Const(b"Query"), Item::Const(b"arg")]);
-                        items.extend([Item::Const(b"/* No query */"), Item::Const(b"bytes"), Item::Num(0)]);
+                        items.extend([CMD, QUERY, ARG, NO_QUERY, BYTES, Item::num(0)]);
                     } else {
                         let mut e = b;
                         if l.ends_with(b";\n") {
                             e -= 2;
                         }
                         let s = a + run_len(&data[a..e], is_space);
-                        items.extend([
-                            Item::Const(b"cmd"),
-                            Item::Const(b"Admin"),
-                            Item::Const(b"arg"),
-                            Item::Data(s, e),
-                        ]);
-                        items.extend([Item::Const(b"bytes"), Item::Num((e - s) as u64)]);
+                        self.ahead = (s, e);
+                        let line = Item { src: Src::Ahead, a: 0, b: 0 };
+                        items.extend([CMD, ADMIN, ARG, line, BYTES, Item::num((e - s) as u64)]);
                     }
                     found_arg = true;
                 }
@@ -518,7 +583,8 @@ impl<'d> Parser<'d> {
             }
 
             // 5. `{ @properties }`: pairs in order, a later key replacing an earlier one.
-            resolve_pairs(&self.items, stmt, &self.arena, data, &mut self.props, &mut self.sigs, &mut self.known);
+            let places = Places { stmt, arena: &self.arena, ahead: &data[self.ahead.0..self.ahead.1] };
+            self.pairs.resolve(&self.items, places, &mut self.props, &mut self.known);
             Parsed::Event(this_pos)
         }
     }
@@ -705,10 +771,9 @@ struct UserHost {
 fn push_user_host(items: &mut Vec<Item>, line: &[u8], uh: &UserHost, at: impl Fn(usize, usize) -> Item) {
     // `$host ||= $ip`: an empty or "0" host takes the ip.
     let host = if crate::perl::truthy(&line[uh.host.0..uh.host.1]) { uh.host } else { uh.ip };
-    items.extend([Item::Const(b"user"), at(uh.user.0, uh.user.1), Item::Const(b"host"), at(host.0, host.1)]);
-    items.extend([Item::Const(b"ip"), at(uh.ip.0, uh.ip.1)]);
+    items.extend([USER, at(uh.user.0, uh.user.1), HOST, at(host.0, host.1), IP, at(uh.ip.0, uh.ip.1)]);
     if let Some(t) = uh.thread_id {
-        items.extend([Item::Const(b"Thread_id"), at(t.0, t.1)]);
+        items.extend([THREAD_ID, at(t.0, t.1)]);
     }
 }
 
@@ -855,10 +920,12 @@ fn push_attribute_pairs(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, u
 /// `push @properties, $line =~ m/(\w+):\s+(\S+|\Z)/g` (as `push_attribute_pairs`) in one
 /// pass: its colons, spaces, word and digit bytes are classified 16 at a time into bit
 /// masks, and the line test and each pair are read off them with a few bit operations
-/// instead of byte loops and a search per colon. `None`: not an attribute line;
-/// `Some(false)`, nothing pushed: the line is over 128 bytes, or pt's `Schema:` edit
-/// may apply to it (see `schema_fix`; every `Schema:` followed by a space ends at a
-/// colon this pass visits, or ends a value).
+/// instead of byte loops and a search per colon. The pairs are read through a 64-bit
+/// window of the masks (a u128 shifted by a variable amount costs several instructions
+/// a shift), moved up to the cursor when a pair runs past it. `None`: not an attribute
+/// line; `Some(false)`, nothing pushed: the line is over 128 bytes, a pair is longer
+/// than the window, or pt's `Schema:` edit may apply to it (see `schema_fix`; every
+/// `Schema:` followed by a space ends at a colon this pass visits, or ends a value).
 fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) -> Item) -> Option<bool> {
     let n = line.len();
     if n > 128 || line.first() != Some(&b'#') {
@@ -872,9 +939,8 @@ fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) 
     let m = ByteMasks::of(line);
     let name = (!m.word >> p).trailing_zeros() as usize;
     let e = p + name;
-    let name_bits = ((1u128 << name) - 1) << p;
     if name < 2
-        || m.digit & name_bits != 0
+        || (m.digit >> p) & ((1u128 << name) - 1) != 0
         || !line[e..].starts_with(b": ")
         || line.get(e + 2).is_none_or(|&b| is_space(b))
     {
@@ -884,31 +950,68 @@ fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) 
     // Where a value (`\S+`) stops: a space or the end of the line.
     let stop = m.space | !inside;
     let start_len = items.len();
+    // A pair and the spaces after it take 5 bytes at least.
+    items.reserve(n / 2 + 2);
+    let mut base = 0;
+    let mut w = Window::of(&m, stop, 0);
     let mut cursor = 0;
-    let mut colons = m.colon;
-    while colons != 0 {
-        let colon = colons.trailing_zeros() as usize;
-        colons &= colons - 1;
-        if colon < cursor {
+    loop {
+        // The line goes on past the window, and the window's last bit in the line.
+        let more = n - base > 64;
+        let end = if more { 64 } else { n - base };
+        // The next colon at or after the cursor.
+        if w.colon == 0 {
+            if !more {
+                return Some(true);
+            }
+            base = if cursor > base { cursor } else { base + 64 };
+            w = Window::of(&m, stop, base);
             continue;
         }
+        let colon = base + w.colon.trailing_zeros() as usize;
         if colon >= 6 && &line[colon - 6..colon] == b"Schema" && schema_fix_applies(line, colon + 1) {
             items.truncate(start_len);
             return Some(false);
         }
         // The key is the \w run ending at the colon, starting no earlier than the cursor.
-        let before = !m.word & ((1u128 << colon) - 1);
-        let k = if before == 0 { 0 } else { 128 - before.leading_zeros() as usize }.max(cursor);
-        let after = colon + 1;
-        let ws = if after >= n { 0 } else { (!m.space >> after).trailing_zeros() as usize };
-        if k == colon || ws == 0 {
-            cursor = after;
+        let c = colon - base;
+        let before = !w.word & ((1u64 << c) - 1);
+        let k = if before != 0 {
+            (base + 64 - before.leading_zeros() as usize).max(cursor)
+        } else if cursor >= base {
+            cursor
+        } else {
+            // The \w run starts before the window.
+            items.truncate(start_len);
+            return Some(false);
+        };
+        // Spaces after the colon, then the value, in window bits: `end` when they run
+        // to the window's end.
+        let a = c + 1;
+        let ws = if a >= end { end - a } else { ((!w.space >> a).trailing_zeros() as usize).min(end - a) };
+        let v = a + ws;
+        let vlen = if v >= end { 0 } else { ((w.stop >> v).trailing_zeros() as usize).min(end - v) };
+        if more && v + vlen == end {
+            // The pair may run past the window: move the window to the cursor (the
+            // colon stays in it), or give up when it starts there already.
+            if base == cursor {
+                items.truncate(start_len);
+                return Some(false);
+            }
+            base = cursor;
+            w = Window::of(&m, stop, base);
             continue;
         }
-        let v = after + ws;
-        let vlen = if v >= n { 0 } else { (stop >> v).trailing_zeros() as usize };
+        let after = colon + 1;
+        if k == colon || ws == 0 {
+            cursor = after;
+            w.skip_to(cursor - base);
+            continue;
+        }
+        let v = base + v;
         if vlen == 0 && v != n {
             cursor = after;
+            w.skip_to(cursor - base);
             continue;
         }
         if vlen > 0 && line[v + vlen - 1] == b':' {
@@ -916,10 +1019,37 @@ fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) 
             items.truncate(start_len);
             return Some(false);
         }
-        items.extend([at(k, colon), at(v, v + vlen)]);
+        items.push(at(k, colon));
+        items.push(at(v, v + vlen));
         cursor = v + vlen;
+        w.skip_to(cursor - base);
     }
-    Some(true)
+}
+
+/// 64 bits of a line's masks from bit `base` on.
+struct Window {
+    colon: u64,
+    space: u64,
+    word: u64,
+    stop: u64,
+}
+
+impl Window {
+    #[inline]
+    fn of(m: &ByteMasks, stop: u128, base: usize) -> Window {
+        Window {
+            colon: (m.colon >> base) as u64,
+            space: (m.space >> base) as u64,
+            word: (m.word >> base) as u64,
+            stop: (stop >> base) as u64,
+        }
+    }
+
+    /// Forget the colons before bit `i` (at most 64: all of them).
+    #[inline]
+    fn skip_to(&mut self, i: usize) {
+        self.colon = if i >= 64 { 0 } else { self.colon & (!0u64 << i) };
+    }
 }
 
 /// pt's `Schema:\s+\w+: ` test at the bytes after a `Schema:`.
@@ -1102,74 +1232,159 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 
 /// Perl's `{ @properties }`: walk the flat list in pairs; a repeated key keeps its first
 /// place and takes the later value; an odd last key gets undef. Also notes where the
-/// `Known` keys are.
-fn resolve_pairs(
-    items: &[Item],
-    stmt: &[u8],
-    arena: &[u8],
-    data: &[u8],
-    out: &mut Vec<(Item, Option<Item>)>,
-    sigs: &mut Vec<u64>,
-    known: &mut [u16; 10],
-) {
-    out.clear();
-    sigs.clear();
-    *known = [u16::MAX; 10];
-    let bytes = |it: Item| -> &[u8] {
-        match it {
-            Item::Const(c) => c,
-            Item::Stmt(a, b) => &stmt[a as usize..b as usize],
-            Item::Arena(a, b) => &arena[a as usize..b as usize],
-            Item::Data(a, b) => &data[a..b],
-            Item::Num(_) => b"",
+/// `Known` keys are. Logs repeat a few sequences of header lines, so the keys of the
+/// last lists resolved the long way are kept with the place each pair went (`Shape`): a
+/// list with the same keys in the same order only has its keys compared and its pairs
+/// copied to those places.
+#[derive(Default)]
+struct Pairs {
+    sigs: Vec<u64>,
+    shapes: Vec<Shape>,
+    /// The shape the last list had.
+    last: usize,
+    /// The shape the next new one replaces.
+    victim: usize,
+}
+
+/// The keys of a resolved list and where its pairs went.
+#[derive(Default)]
+struct Shape {
+    /// Its keys, one after the other, and where each ends.
+    keys: Vec<u8>,
+    ends: Vec<u32>,
+    /// The index of each key in `CONSTS`, `u32::MAX` for keys read from the record.
+    consts: Vec<u32>,
+    /// The prop each pair went to.
+    slots: Vec<u16>,
+    /// Its number of items (`usize::MAX`: not kept) and of props.
+    items: usize,
+    props: usize,
+    known: [u16; 10],
+}
+
+/// Shapes kept (the lab's scaled log has 7).
+const SHAPES: usize = 8;
+
+impl Shape {
+    /// The keys of `items` are this shape's.
+    #[inline]
+    fn fits(&self, items: &[Item], places: Places) -> bool {
+        let mut start = 0;
+        items.len() == self.items
+            && items.iter().step_by(2).zip(self.ends.iter().zip(&self.consts)).all(|(&k, (&end, &c))| {
+                let last = &self.keys[start..end as usize];
+                start = end as usize;
+                // A constant key is compared by its index (a constant and a key read
+                // from the record with the same bytes do not fit: the long way then).
+                match k.src {
+                    Src::Const => c == k.a,
+                    Src::Stmt => c == u32::MAX && same_bytes(&places.stmt[k.a as usize..k.b as usize], last),
+                    _ => c == u32::MAX && same_bytes(places.bytes(k), last),
+                }
+            })
+    }
+}
+
+impl Pairs {
+    fn resolve(&mut self, items: &[Item], places: Places, out: &mut Vec<(Item, Option<Item>)>, known: &mut [u16; 10]) {
+        let found = if self.shapes.get(self.last).is_some_and(|s| s.fits(items, places)) {
+            Some(self.last)
+        } else {
+            self.shapes.iter().position(|s| s.fits(items, places))
+        };
+        let Some(i) = found else {
+            self.resolve_new(items, places, out, known);
+            return;
+        };
+        let shape = &self.shapes[i];
+        if i != self.last {
+            // Every prop is written below: the first pair of each key goes there.
+            out.resize(shape.props, (CMD, None));
+            *known = shape.known;
+            self.last = i;
         }
-    };
-    // Keys are looked up in a small open-addressing table of their signatures (length
-    // and first and last bytes), so a repeated key is found without comparing bytes of
-    // every earlier one.
-    let sig = |b: &[u8]| -> u64 {
-        (b.len() as u64) | (*b.first().unwrap_or(&0) as u64) << 32 | (*b.last().unwrap_or(&0) as u64) << 40
-    };
-    if items.len() > 200 {
-        // More keys than the table holds (only in odd input): compare them all.
+        for (pair, &slot) in items.chunks(2).zip(&shape.slots) {
+            out[slot as usize] = (pair[0], pair.get(1).copied());
+        }
+    }
+
+    fn resolve_new(
+        &mut self,
+        items: &[Item],
+        places: Places,
+        out: &mut Vec<(Item, Option<Item>)>,
+        known: &mut [u16; 10],
+    ) {
+        out.clear();
+        self.sigs.clear();
+        *known = [u16::MAX; 10];
+        let bytes = |it: Item| places.bytes(it);
+        if items.len() > 200 {
+            // More keys than the table holds (only in odd input): compare them all.
+            self.last = usize::MAX;
+            for pair in items.chunks(2) {
+                let (k, v) = (pair[0], pair.get(1).copied());
+                let kb = bytes(k);
+                match out.iter_mut().find(|(ek, _)| bytes(*ek) == kb) {
+                    Some(slot) => slot.1 = v,
+                    None => {
+                        if let Some(j) = known_index(kb) {
+                            known[j] = out.len() as u16;
+                        }
+                        out.push((k, v));
+                    }
+                }
+            }
+            return;
+        }
+        if self.shapes.len() < SHAPES {
+            self.shapes.push(Shape::default());
+            self.victim = self.shapes.len() - 1;
+        }
+        let shape = &mut self.shapes[self.victim];
+        self.last = self.victim;
+        self.victim = (self.victim + 1) % SHAPES;
+        shape.keys.clear();
+        shape.ends.clear();
+        shape.consts.clear();
+        shape.slots.clear();
+        // Keys are looked up in a small open-addressing table of their signatures
+        // (length and first and last bytes), so a repeated key is found without
+        // comparing bytes of every earlier one.
+        let sig = |b: &[u8]| -> u64 {
+            (b.len() as u64) | (*b.first().unwrap_or(&0) as u64) << 32 | (*b.last().unwrap_or(&0) as u64) << 40
+        };
+        let mut table = [u16::MAX; 128];
         for pair in items.chunks(2) {
             let (k, v) = (pair[0], pair.get(1).copied());
             let kb = bytes(k);
-            match out.iter_mut().find(|(ek, _)| bytes(*ek) == kb) {
-                Some(slot) => slot.1 = v,
-                None => {
+            shape.keys.extend_from_slice(kb);
+            shape.ends.push(shape.keys.len() as u32);
+            shape.consts.push(if k.src == Src::Const { k.a } else { u32::MAX });
+            let ks = sig(kb);
+            let mut h = (ks.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize;
+            let slot = loop {
+                let slot = table[h];
+                if slot == u16::MAX {
+                    table[h] = out.len() as u16;
                     if let Some(j) = known_index(kb) {
                         known[j] = out.len() as u16;
                     }
                     out.push((k, v));
+                    self.sigs.push(ks);
+                    break out.len() - 1;
                 }
-            }
-        }
-        return;
-    }
-    let mut table = [u16::MAX; 128];
-    for pair in items.chunks(2) {
-        let (k, v) = (pair[0], pair.get(1).copied());
-        let kb = bytes(k);
-        let ks = sig(kb);
-        let mut h = (ks.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize;
-        loop {
-            let slot = table[h];
-            if slot == u16::MAX {
-                table[h] = out.len() as u16;
-                if let Some(j) = known_index(kb) {
-                    known[j] = out.len() as u16;
+                let s = slot as usize;
+                if self.sigs[s] == ks && same_bytes(bytes(out[s].0), kb) {
+                    out[s].1 = v;
+                    break s;
                 }
-                out.push((k, v));
-                sigs.push(ks);
-                break;
-            }
-            let s = slot as usize;
-            if sigs[s] == ks && same_bytes(bytes(out[s].0), kb) {
-                out[s].1 = v;
-                break;
-            }
-            h = (h + 1) & 127;
+                h = (h + 1) & 127;
+            };
+            shape.slots.push(slot as u16);
         }
+        shape.items = items.len();
+        shape.props = out.len();
+        shape.known = *known;
     }
 }

@@ -91,8 +91,27 @@ pub fn odd_log(seed: u64) -> Vec<u8> {
         many.extend_from_slice(format!("  Key_{}: {i}", i % 110).as_bytes());
     }
     many.extend_from_slice(b"\n# Lock_time: 9\nSELECT 2;\n");
+    // Lines the one-pass reader reads through a 64-byte window of its masks: a line of
+    // exactly 128 bytes whose last value runs to its end, pairs across byte 64 (a colon
+    // at 62 to 66), a value longer than the window, a word run of 70 bytes before a
+    // colon, 60 spaces between pairs.
+    let mut window = b"# User@Host: j[j] @ h []\n".to_vec();
+    let head = b"# Query_time: 1  Lock_time: 2  Runs_to_the_end: ";
+    window.extend_from_slice(head);
+    window.extend(std::iter::repeat_n(b'a', 128 - head.len()));
+    window.push(b'\n');
+    for pad in 0..5 {
+        let v = "7".repeat(12 + pad);
+        window.extend_from_slice(
+            format!("# Query_time: 0.000316  Rows_sent: {v}  Rows_examined: 61  Rows_affected: 0\n").as_bytes(),
+        );
+    }
+    window.extend_from_slice(format!("# Long_value: {}  Lock_time: 3\n", "v".repeat(70)).as_bytes());
+    window.extend_from_slice(format!("# Query_time: 1  {}: 5  Next: 6\n", "w".repeat(70)).as_bytes());
+    window.extend_from_slice(format!("# Query_time: 1{}Lock_time: 2\nSELECT 4;\n", " ".repeat(60)).as_bytes());
     let mut pieces = pieces.to_vec();
     pieces.push(&many);
+    pieces.push(&window);
     let mut state = 0x2545F4914F6CDD1Du64 ^ seed.wrapping_mul(0x9E3779B97F4A7C15);
     let mut log = Vec::new();
     for _ in 0..60 {
