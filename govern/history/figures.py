@@ -54,9 +54,9 @@ class ClassFigures:
     a report's class (``key``, ``id``, ``count``, ``total_time``, ``query_time``,
     ``sample``, ``fingerprint``), the costly parts computed on first use."""
 
-    __slots__ = ("_bounds", "_fingerprint", "_plan", "_plan_read", "_read", "_rows", "_sketch", "_stat",
-                 "count", "explained", "id", "keys", "micro", "parts", "qt_max", "source", "worst",
-                 "worst_order")  # fmt: skip
+    __slots__ = ("_bounds", "_explained", "_fingerprint", "_found", "_order", "_plan", "_plan_read",
+                 "_read", "_rows", "_sketch", "_stat", "_worst", "any_explained", "count", "id", "keys",
+                 "micro", "parts", "qt_max", "source")  # fmt: skip
 
     def __init__(self, class_id: str, read: StateReader, source: Source | None = None) -> None:
         self.id = class_id
@@ -66,9 +66,13 @@ class ClassFigures:
         self.source = source  # where a host's rows are (None: the fleet's, from its parts)
         self.parts: list[ClassFigures] = []  # the fleet's: each host's figures
         self._rows: list[tuple[Ref, bytes | None, int]] | None = None
-        self.worst: Ref | None = None
-        self.worst_order: tuple[Any, ...] = ()
-        self.explained: int | None = None  # the worst row's flag (None: not known)
+        #: the largest of the rows' ``explained`` flags (2: a row lacks it); 0: no row holds
+        #: a plan, so the worst row is not looked up for one
+        self.any_explained = 2
+        self._found = False  # the worst row looked up (find_worst)
+        self._worst: Ref | None = None
+        self._order: tuple[Any, ...] = ()  # its place in report()'s merge order
+        self._explained: int | None = None  # its flag (None: the row lacks it)
         #: the lowest and highest p95 and p99 buckets of the rows (bounds.py; None: a row
         #: lacks them, or no row yet)
         self.keys: Keys | None = None
@@ -81,24 +85,33 @@ class ClassFigures:
         self._plan_read = False
 
     def add(
-        self,
-        count: int,
-        micro: int,
-        qt_max: int,
-        ref: Ref,
-        order: tuple[Any, ...],
-        explained: int | None = None,
-        keys: Keys | None = None,
+        self, count: int, micro: int, qt_max: int, any_explained: int, keys: Keys | None
     ) -> None:
-        """Summed rows, their worst at ``ref`` (``explained``: its flag); ``order`` is its
-        place in report()'s merge (the last worst event wins); ``keys``: the rows'
-        percentile buckets."""
+        """A host's summed rows: their largest ``qt_max`` and ``explained`` flag (2: a row
+        lacks it), ``keys``: their percentile buckets. Where the worst row is, is looked up
+        when asked (:func:`find_worst`)."""
         self.count += count
         self.micro += micro
-        if qt_max > self.qt_max or (qt_max == self.qt_max and order > self.worst_order):
-            self.qt_max, self.worst, self.worst_order = qt_max, ref, order
-            self.explained = explained
+        self.qt_max = max(self.qt_max, qt_max)
+        self.any_explained = any_explained
         self.keys = keys
+
+    @property
+    def worst(self) -> Ref | None:
+        """Where the worst event's row is (the last one merged of the largest ``qt_max``)."""
+        if not self._found:
+            find_worst([self])
+        return self._worst
+
+    @property
+    def explained(self) -> int | None:
+        """The worst row's ``explained`` flag (None: the row lacks it); 0 without a look-up
+        when no row holds a plan."""
+        if self.any_explained == 0:
+            return 0
+        if not self._found:
+            find_worst([self])
+        return self._explained
 
     @property
     def rows(self) -> list[tuple[Ref, bytes | None, int]]:
@@ -124,13 +137,11 @@ class ClassFigures:
             self.keys = other.keys
         elif self.keys is not None:  # (None once any part lacks them)
             self.keys = None if other.keys is None else _widest(self.keys, other.keys)
+        self.any_explained = (
+            other.any_explained if not self.parts else max(self.any_explained, other.any_explained)
+        )
         self.parts.append(other)
-        if other.worst is not None and (
-            other.qt_max > self.qt_max
-            or (other.qt_max == self.qt_max and other.worst_order > self.worst_order)
-        ):
-            self.qt_max, self.worst, self.worst_order = other.qt_max, other.worst, other.worst_order
-            self.explained = other.explained
+        self.qt_max = max(self.qt_max, other.qt_max)
 
     # --- what judge reads ---------------------------------------------------------------
     @property
@@ -424,6 +435,76 @@ class Source:
             for name, cls in chunk.items():
                 cls._rows = found[name]
 
+    def find_worst(self, classes: Iterable[ClassFigures]) -> None:
+        """Look up the worst row of ``classes`` (a query per part and batch): of the rows of
+        the largest ``qt_max``, the last report() merges (hours after days, then the latest)."""
+        todo = [cls for cls in classes if not cls._found]
+        fresh = set(self.days)
+        by_class = "history_{}_by_class"
+        for index in range(0, len(todo), BATCH):
+            chunk = {cls.id: cls for cls in todo[index : index + BATCH]}
+            marks = ", ".join(["?"] * len(chunk))
+            parts: list[tuple[str, str, int, str, tuple[str, ...]]] = []
+            if self.days:
+                parts.append(("history_day_classes", "day", 0,
+                              f"day IN ({', '.join(['?'] * len(self.days))})", tuple(self.days)))  # fmt: skip
+            parts += [("history_classes", "start", 1, "start >= ? AND start < ?", (low, high))
+                      for low, high in self.ranges]  # fmt: skip
+            for table, column, rank, where, args in parts:
+                # by class: a few rows a class (their states read), not the host's span
+                index_name = by_class.format(table.removeprefix("history_"))
+                hint = (
+                    f"FORCE INDEX ({index_name})"
+                    if self.store.dialect == "mysql"
+                    else f"INDEXED BY {index_name}"
+                )
+                rows = self.store.run(
+                    f"SELECT {column}, class_id, qt_max, explained FROM {table} {hint}"
+                    f" WHERE host = ? AND {where} AND class_id IN ({marks})",
+                    (self.host, *args, *chunk),
+                )
+                self.queries += 1
+                for when, class_id, qt_max, explained in rows:
+                    cls = chunk[str(class_id)]
+                    at = _text(when)
+                    if int(qt_max) != cls.qt_max or (rank == 0 and at not in fresh):
+                        continue
+                    order = (rank, self.host, at)
+                    if cls._worst is None or order > cls._order:
+                        cls._worst, cls._order = (table, self.host, at, cls.id), order
+                        cls._explained = None if explained is None else int(explained)
+            for cls in chunk.values():
+                cls._found = True
+
+
+def find_worst(classes: Iterable[ClassFigures]) -> None:
+    """Look up the worst rows of ``classes`` (hosts' or the fleet's), batched per host and
+    span; the fleet's is the worst of its hosts' (ties: the last host)."""
+    by_source: dict[int, tuple[Source, list[ClassFigures]]] = {}
+    fleet: list[ClassFigures] = []
+    for cls in classes:
+        if cls._found:
+            continue
+        if cls.parts:
+            fleet.append(cls)
+        for part in cls.parts or [cls]:
+            if not part._found and part.qt_max == cls.qt_max and part.source is not None:
+                by_source.setdefault(id(part.source), (part.source, []))[1].append(part)
+    for source, todo in by_source.values():
+        source.find_worst(todo)
+    for cls in fleet:
+        best: ClassFigures | None = None
+        for part in cls.parts:
+            if (
+                part.qt_max == cls.qt_max
+                and part._worst is not None
+                and (best is None or part._order > best._order)
+            ):
+                best = part
+        if best is not None:
+            cls._worst, cls._order, cls._explained = best._worst, best._order, best._explained
+        cls._found = True
+
 
 def load(classes: Iterable[ClassFigures]) -> None:
     """Read the rows of ``classes`` (hosts' or the fleet's), batched per host and span."""
@@ -462,18 +543,16 @@ def span_figures(
         sources = {host: Source(store, host, list(whole), ranges) for host in members}
         figures = {host: Figures({}) for host in members}
         for host in members:
-            for class_id, count, micro, worst, *keys, unknown in _sums(store, host, whole, ranges):
+            for row in _sums(store, host, whole, ranges):
+                class_id, count, micro, qt_max, explained, *keys, unknown = row
                 name = str(class_id)
-                qt_max, rank, at, explained = _worst(worst)
-                table = "history_classes" if rank else "history_day_classes"
                 cls = ClassFigures(name, read, sources[host])
                 known = (
                     None
                     if int(unknown)
                     else (int(keys[0]), int(keys[1]), int(keys[2]), int(keys[3]))
                 )
-                cls.add(int(count), int(micro), qt_max, (table, host, at, name),
-                        (rank, host, at), None if explained == 2 else explained, known)  # fmt: skip
+                cls.add(int(count), int(micro), int(qt_max), int(explained), known)
                 figures[host].by_id[name] = cls
         found.update(figures)
     return {host: found[host] for host in hosts}
@@ -482,15 +561,14 @@ def span_figures(
 def _sums(
     store: SqlStore, host: str, days: tuple[str, ...], ranges: list[tuple[str, str]]
 ) -> list[tuple[Any, ...]]:
-    """(class ID, count, total µs, worst, lowest and highest p95 bucket, same of p99, rows
-    without buckets) of ``host`` over ``days`` and ``ranges``; worst: the largest of
-    "qt_max rank when explained" (qt_max padded to 20 digits; rank 0 for a day's row, 1 for
-    an hour's: report()'s merge order of ties; explained 2 when the row lacks the flag)."""
+    """(class ID, count, total µs, largest qt_max, largest explained flag (2: a row lacks
+    it), lowest and highest p95 bucket, same of p99, rows without buckets) of ``host`` over
+    ``days`` and ``ranges``. Where the worst row is, is looked up after, for the few classes
+    that need it (:func:`find_worst`): building its text for every row summed was half the
+    server's work."""
     if store.dialect == "mysql":
-        key = "CONCAT(LPAD(qt_max, 20, '0'), ' {rank} ', {column}, ' ', COALESCE(explained, 2))"
         index = "{table} FORCE INDEX ({table}_figures)"
     else:
-        key = "printf('%020d', qt_max) || ' {rank} ' || {column} || ' ' || COALESCE(explained, 2)"
         index = "{table} INDEXED BY {table}_figures"
     # the covering indexes of migrations 0006/0008: the rows' states are not read (MariaDB
     # chose the primary key, and read them, 5x slower); each part grouped on its own, so
@@ -499,7 +577,8 @@ def _sums(
     # outgrew memory and went to disk (6.0 s for the window's 600,000 rows, 50 hosts x 40
     # ms one host at a time)
     figures = (
-        "SUM(count) AS count, SUM(query_time) AS query_time, MAX({key}) AS worst,"
+        "SUM(count) AS count, SUM(query_time) AS query_time, MAX(qt_max) AS qt_max,"
+        " MAX(COALESCE(explained, 2)) AS explained,"
         " MIN(qt_p95_key) AS p95_low, MAX(qt_p95_key) AS p95_high,"
         " MIN(qt_p99_key) AS p99_low, MAX(qt_p99_key) AS p99_high,"
         " SUM(CASE WHEN qt_p95_key IS NULL THEN 1 ELSE 0 END) AS unknown"
@@ -509,7 +588,7 @@ def _sums(
     if days:
         parts.append(
             "SELECT class_id, "
-            + figures.format(key=key.format(rank=0, column="day"))
+            + figures
             + f" FROM {index.format(table='history_day_classes')} WHERE host = ?"
             + f" AND day IN ({', '.join(['?'] * len(days))}) GROUP BY class_id"
         )
@@ -517,7 +596,7 @@ def _sums(
     for low, high in ranges:
         parts.append(
             "SELECT class_id, "
-            + figures.format(key=key.format(rank=1, column="start"))
+            + figures
             + f" FROM {index.format(table='history_classes')} WHERE host = ?"
             " AND start >= ? AND start < ? GROUP BY class_id"
         )
@@ -527,18 +606,13 @@ def _sums(
     if len(parts) == 1:
         return store.run(parts[0], args)
     return store.run(
-        "SELECT class_id, SUM(count), SUM(query_time), MAX(worst), MIN(p95_low), MAX(p95_high),"
+        "SELECT class_id, SUM(count), SUM(query_time), MAX(qt_max), MAX(explained),"
+        " MIN(p95_low), MAX(p95_high),"
         " MIN(p99_low), MAX(p99_high), SUM(unknown) FROM ("
         + " UNION ALL ".join(parts)
         + ") AS part GROUP BY class_id",
         args,
     )
-
-
-def _worst(value: Any) -> tuple[int, int, str, int]:
-    """(qt_max, rank, when, explained) of a ``_sums`` worst."""
-    text = value.decode() if isinstance(value, bytes) else str(value)
-    return int(text[:20]), int(text[21]), text[23:-2], int(text[-1])
 
 
 def host_figures(

@@ -28,6 +28,7 @@ from govern.history.figures import (
     Figures,
     Pair,
     StateReader,
+    find_worst,
     hours_with_data,
     load,
     span_figures,
@@ -554,7 +555,10 @@ def prepare(read: StateReader, spans: list[tuple[Figures, Figures]], rules: Rule
         for cls, was in slow
         if was is not None and was.count >= rules.min_count and _may_rise(was, cls, rules)
     )
-    read.prefetch(cls.worst for cls, _ in counted if cls.worst and cls.explained != 0)
+    # the worst rows only of classes with a row that may hold a plan, then their states
+    planned = [cls for cls, _ in counted if cls.any_explained != 0]
+    find_worst(planned)
+    read.prefetch(cls.worst for cls in planned if cls.worst and cls.explained != 0)
 
 
 def _may_rise(was: Judged, now: Judged, rules: Rules) -> bool:
