@@ -17,6 +17,7 @@ regressions --store URL --baseline 7d --window 24h``.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import re
 import resource
@@ -65,6 +66,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="a folder to keep each command's output in")
     parser.add_argument("--since", default="7d", help="the report's --since (a duration)")
     parser.add_argument(
+        "--until", help="pin 'now' (a time) for --since and the regression check: comparable runs"
+    )
+    parser.add_argument(
         "--only", help="comma-separated labels to run (digest, glob, days, days-glob, regressions)"
     )
     args = parser.parse_args()
@@ -73,10 +77,17 @@ def main() -> int:
         pid = int(Path(args.server_dir, "run", "mariadb.pid").read_text().strip())
     govern = [sys.executable, "-m", "govern"]
     store = ["--store", args.store]
+    pinned = ["--until", args.until] if args.until else []
+    if args.until and args.since[-1:] in ("d", "h"):
+        # A duration counts back from the real now, so pin the start too.
+        start = dt.datetime.fromisoformat(args.until) - dt.timedelta(
+            **{"days" if args.since.endswith("d") else "hours": int(args.since[:-1])}
+        )
+        args.since = start.strftime("%Y-%m-%d %H:%M:%S")
     plan = [
-        ("digest", f"digest --since {args.since}", [*govern, "digest", *store, "--since", args.since]),
+        ("digest", f"digest --since {args.since}", [*govern, "digest", *store, "--since", args.since, *pinned]),
         ("glob", f"digest --since {args.since} --host '{args.glob}'",
-         [*govern, "digest", *store, "--since", args.since, "--host", args.glob]),
+         [*govern, "digest", *store, "--since", args.since, *pinned, "--host", args.glob]),
     ]  # fmt: skip
     if args.days:
         first, end = args.days.split(":")
@@ -88,7 +99,7 @@ def main() -> int:
         ]  # fmt: skip
     plan.append(
         ("regressions", "regressions --baseline 7d --window 24h",
-         [*govern, "regressions", *store, "--baseline", "7d", "--window", "24h"]),
+         [*govern, "regressions", *store, "--baseline", "7d", "--window", "24h", *pinned]),
     )  # fmt: skip
     wanted = set(args.only.split(",")) if args.only else None
     print(
