@@ -9,8 +9,9 @@ class's series, the first step of the window where the figure crossed. Only
 
 Rules (docs/regressions.md): a class is *new* when the baseline never saw it and the window
 counts at least ``min_count`` events; *slower* when its p95 or p99 grew by ``factor`` and by
-at least ``min_time`` seconds (both sides with ``min_count`` events: percentiles of a handful
-of events are noise), or its total time per hour of data grew by ``factor`` and by at least
+at least ``min_time`` seconds (both sides with enough events that a quarter of ``min_count``
+lie above the percentile: :meth:`Rules.floor`; the p99 of 150 events is its second-largest),
+or its total time per hour of data grew by ``factor`` and by at least
 ``min_count × min_time`` over the window; its *plan changed* when the EXPLAIN of its worst
 sample (govern collect --explain-on) shows a full scan the baseline's did not, or another key.
 """
@@ -58,11 +59,28 @@ class Rules:
         """Added total time that counts: ``min_count`` calls each ``min_time`` slower."""
         return self.min_count * self.min_time
 
+    def floor(self, quantile: float) -> int:
+        """Events each side needs for its ``quantile`` to be judged: enough that at least a
+        quarter of ``min_count`` (5 by default) lie above the nearest-rank percentile, so a
+        few events stalled by a loaded host are not the percentile itself (the p99 of 150
+        events is the second-largest; two stalls lift it). 100 for p95, 500 for p99 at the
+        default ``min_count`` of 20."""
+        above = -(-self.min_count // 4)
+        share = 1000 - round(quantile * 1000)  # thousandths above it, as bounds.py ranks
+        return max(self.min_count, -(-above * 1000 // share))
+
+    def judged(self, *counts: int) -> tuple[bool, bool]:
+        """Whether p95 and p99 are judged between sides of these event counts."""
+        least = min(counts)
+        return least >= self.floor(0.95), least >= self.floor(0.99)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "factor": self.factor,
             "min_count": self.min_count,
             "min_time_s": self.min_time,
+            "p95_min_count": self.floor(0.95),
+            "p99_min_count": self.floor(0.99),
         }
 
 
@@ -272,19 +290,12 @@ def judge(
             )
             continue
         # a percentile is at most the largest event: below min_time, neither p95 nor p99 can
-        # have grown by min_time (and the baseline's matter only past the count floor), so
-        # a fast class's sketches are not merged unless it is a finding; nor the baseline's
-        # when the window's p95 and p99 are below min_time; the exact percentiles (which
-        # may need states) only when their bounds allow a rise
+        # have grown by min_time (and a percentile matters only past its count floor on
+        # both sides), so a fast class's sketches are not merged unless it is a finding; nor
+        # the baseline's when the window's p95 and p99 are below min_time; the exact
+        # percentiles (which may need states) only when their bounds allow a rise
         peak = cls.query_time.max
-        rule = (peak is None or peak >= rules.min_time) and was_class.count >= rules.min_count
-        if rule:
-            high = bounds(cls)[1]
-            rule = any(value is not None and value >= rules.min_time for value in high)
-            rule = rule and any(
-                rose(old, new, rules.factor, rules.min_time)
-                for old, new in zip(bounds(was_class)[0], high, strict=True)
-            )
+        rule = (peak is None or peak >= rules.min_time) and _may_rise(was_class, cls, rules)
         now = side(cls, window_hours, plan=False, percentiles=rule)
         was = side(was_class, baseline_hours, plan=False, percentiles=rule)
         kinds, reasons = _slower(was, now, rules, window_hours)
@@ -318,12 +329,14 @@ def bounds(cls: Judged) -> tuple[Pair, Pair]:
 def _slower(was: Side, now: Side, rules: Rules, window_hours: float) -> tuple[list[str], list[str]]:
     kinds: list[str] = []
     reasons: list[str] = []
-    if was.count >= rules.min_count:
-        for kind, old, new in (("p95", was.p95, now.p95), ("p99", was.p99, now.p99)):
-            if rose(old, new, rules.factor, rules.min_time):
-                assert old is not None and new is not None
-                kinds.append(kind)
-                reasons.append(f"{kind} {_times(old, new)}")
+    judged = rules.judged(was.count, now.count)
+    for kind, ok, old, new in zip(
+        ("p95", "p99"), judged, (was.p95, was.p99), (now.p95, now.p99), strict=True
+    ):
+        if ok and rose(old, new, rules.factor, rules.min_time):
+            assert old is not None and new is not None
+            kinds.append(kind)
+            reasons.append(f"{kind} {_times(old, new)}")
     added = (now.per_hour - was.per_hour) * window_hours
     if rose(was.per_hour, now.per_hour, rules.factor, 0.0) and added >= rules.min_total:
         kinds.append("total_time")
@@ -545,16 +558,12 @@ def prepare(read: StateReader, spans: list[tuple[Figures, Figures]], rules: Rule
         (cls, was)
         for cls, was in counted
         if cls.qt_max >= rules.min_time * 1_000_000
-        # new (a finding), or a baseline past the floor (a percentile finding possible)
-        and (was is None or was.count == 0 or was.count >= rules.min_count)
+        # new (a finding), or both sides past a percentile's floor and bounds that allow
+        # it a rise (a percentile finding possible)
         and (was is None or was.count == 0 or _may_rise(was, cls, rules))
     ]
     load(cls for cls, _ in slow)
-    load(
-        was
-        for cls, was in slow
-        if was is not None and was.count >= rules.min_count and _may_rise(was, cls, rules)
-    )
+    load(was for cls, was in slow if was is not None and was.count and _may_rise(was, cls, rules))
     # the worst rows only of classes with a row that may hold a plan, then their states
     planned = [cls for cls, _ in counted if cls.any_explained != 0]
     find_worst(planned)
@@ -562,12 +571,16 @@ def prepare(read: StateReader, spans: list[tuple[Figures, Figures]], rules: Rule
 
 
 def _may_rise(was: Judged, now: Judged, rules: Rules) -> bool:
-    """The window's p95 or p99 can be at least ``min_time`` and have risen, by the bounds
-    known so far (judge's test)."""
+    """A percentile judged on both sides (past its count floor) can be at least
+    ``min_time`` in the window and have risen, by the bounds known so far (judge's test)."""
+    judged = rules.judged(was.count, now.count)
+    if not any(judged):
+        return False
     high = bounds(now)[1]
-    return any(value is not None and value >= rules.min_time for value in high) and any(
-        rose(old, new, rules.factor, rules.min_time)
-        for old, new in zip(bounds(was)[0], high, strict=True)
+    low = bounds(was)[0]
+    return any(
+        ok and rose(old, new, rules.factor, rules.min_time)  # new >= min_time too
+        for ok, old, new in zip(judged, low, high, strict=True)
     )
 
 

@@ -125,3 +125,33 @@ def test_the_hour_it_changed_is_the_first_step_that_crosses() -> None:
     assert rose(0.003, 0.018, 2, 0.010) and rose(0.003, 0.020, 2, 0.010)
     assert rose(7 / 168, 0.10, 2, 0.0)
     assert first_crossing([points[0], loaded, *points[3:]], found, RULES) == hours[3]
+
+
+def test_a_percentile_is_judged_only_with_enough_events_above_it() -> None:
+    """The end-to-end shape: 450 baseline events of about 1 ms, a window of 150 whose p99
+    (its second-largest event) two CPU stalls lifted: nothing. p95 needs 100 events on each
+    side and p99 500 (5 events above it, a quarter of --min-count), by default."""
+    assert (RULES.floor(0.95), RULES.floor(0.99)) == (100, 500)
+    assert (Rules(min_count=40).floor(0.95), Rules(min_count=40).floor(0.99)) == (200, 1000)
+    assert (Rules(min_count=1).floor(0.95), Rules(min_count=1).floor(0.99)) == (20, 100)
+    assert RULES.to_json()["p99_min_count"] == 500
+    week = klass("A" * 32, 450, 450 * 0.001, 0.0011, 0.002)
+    stalled = klass("A" * 32, 150, 150 * 0.001 + 0.030, 0.0012, 0.016)
+    assert run(report(week), report(stalled), hours=(18, 6)) == []
+    # the same p99 with 500 events on each side is judged (and found)
+    weeks = klass("A" * 32, 600, 0.6, 0.0011, 0.002)
+    (found,) = run(report(weeks), report(klass("A" * 32, 500, 0.3, 0.0012, 0.016)), (18, 6))
+    assert found.kinds == ["p99"]
+    assert run(report(week), report(klass("A" * 32, 500, 0.3, 0.0012, 0.016)), (18, 6)) == []
+    # a real slowdown of those 150 events is still found by its p95 and total time
+    scanned = klass("A" * 32, 150, 150 * 0.080, 0.082, 0.090)
+    (found,) = run(report(week), report(scanned), hours=(18, 6))
+    assert found.kinds == ["p95", "total_time"]
+    # p95 at its floor on both sides, and one event short of it on either
+    (found,) = run(report(klass("A" * 32, 100, 0.1, 0.001)), report(scanned), (18, 6))
+    assert found.kinds == ["p95", "total_time"]
+    short = klass("A" * 32, 99, 0.099, 0.001)
+    assert run(report(short), report(scanned), (18, 6))[0].kinds == ["total_time"]
+    assert run(report(week), report(klass("A" * 32, 99, 99 * 0.08, 0.082)), (18, 6))[0].kinds == [
+        "total_time"
+    ]
