@@ -7,11 +7,14 @@ highest of the rows' own quantile buckets (below the lowest, fewer than ``q`` of
 events lie; up to the highest, at least ``q`` of each row's do), so the ``MIN``/``MAX`` of
 these columns over a class's rows bound its merged p95/p99 without opening a sketch
 (figures.py). A row whose sketch misses some of its events has none (NULL: its class is read
-the exact way), and so has a row written before migration 0008 until :func:`fill` runs.
+the exact way), and so has a row written before migration 0008 until :func:`backfill` (run
+by each collector after it writes, a bounded slice at a time) or :func:`fill` reaches it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,8 +26,16 @@ QUANTILES = (0.95, 0.99)
 TABLES = (("history_classes", "start"), ("history_day_classes", "day"))
 NAMES = tuple(name for name, _ in TABLES)
 COLUMNS = ("qt_p95_key", "qt_p99_key", "explained")
-#: Rows per UPDATE of :func:`fill`.
+#: Rows per UPDATE of :func:`fill`, and per transaction of :func:`backfill`.
 BATCH = 500
+#: The longest :func:`backfill` runs after a collector's write (seconds): it stops before a
+#: next chunk of BATCH rows once this is spent (a chunk of 2,000-class buckets' rows is
+#: about 50 ms of client CPU and its rows' update).
+BUDGET = 0.5
+#: Where :func:`backfill` got to: a row per class table (migration history_0009_backfill).
+PROGRESS = "history_backfill"
+#: Each class table's bucket heads, newest first, walked by :func:`backfill`.
+HEADS = {"history_classes": "history_buckets", "history_day_classes": "history_days"}
 
 #: (p95 bucket, p99 bucket, explained): NULL buckets when the sketch misses events.
 Figures = tuple[int | None, int | None, int]
@@ -61,6 +72,110 @@ def value_range(low_key: int, high_key: int, qt_max: int) -> tuple[int, int]:
         min(qt_max, sketch.bucket_value(low_key)),
         min(qt_max, sketch.bucket_range(high_key)[1]),
     )
+
+
+def backfill(
+    store: Any, budget: float = BUDGET, clock: Callable[[], float] = time.monotonic
+) -> int:
+    """Give rows written before migration 0008 their columns for at most ``budget`` seconds
+    (checked before each chunk of BATCH rows), newest buckets first (what ``govern
+    regressions`` reads); the next call resumes where this one stopped (``PROGRESS`` holds the
+    last bucket done of each table), and once a table is done a call costs one lookup.
+    Returns the rows filled. Rows a collector older than 0008 writes after the walk passed
+    their bucket stay NULL: read the exact way, or given their columns by :func:`fill`."""
+    deadline = clock() + budget
+    filled = 0
+    progress = {
+        str(name): (bucket, host)
+        for name, bucket, host, done in store.run(
+            f"SELECT name, bucket, host, done FROM {PROGRESS}"
+        )
+        if not done
+    }
+    for table, column in TABLES:
+        if table not in progress:
+            continue
+        bucket, host = progress[table]
+        while clock() < deadline:
+            # the next bucket heads (newest first) after the last one done
+            after = "" if bucket is None else f" WHERE {column} < ? OR ({column} = ? AND host < ?)"
+            heads = store.run(
+                f"SELECT {column}, host FROM {HEADS[table]}{after}"
+                f" ORDER BY {column} DESC, host DESC LIMIT 20",
+                () if bucket is None else (bucket, bucket, host),
+            )
+            if not heads:
+                store.run(f"UPDATE {PROGRESS} SET done = 1 WHERE name = ?", (table,))
+                break
+            for when, name in heads:
+                if clock() >= deadline:
+                    return filled
+                rows = _fill_head(store, table, column, name, when, clock, deadline)
+                filled += rows or 0
+                if rows is None:  # out of time inside the bucket: resumed there next time
+                    return filled
+                bucket, host = _text(when), str(name)
+    return filled
+
+
+def _fill_head(
+    store: Any,
+    table: str,
+    column: str,
+    host: Any,
+    when: Any,
+    clock: Callable[[], float],
+    deadline: float,
+) -> int | None:
+    """One bucket's rows that lack the columns, a chunk per transaction, the bucket recorded
+    as done with its last chunk. None: the time ran out before it was done."""
+    covering = f"{table} " + (
+        f"FORCE INDEX ({table}_figures)"
+        if store.dialect == "mysql"
+        else f"INDEXED BY {table}_figures"
+    )
+    lock = " FOR UPDATE" if store.dialect == "mysql" else ""
+    filled = 0
+    while True:
+        if filled and clock() >= deadline:
+            return None
+        with store._transaction():
+            # which rows lack them, from the covering index (a bucket written since 0008:
+            # one short index range, no state read), then those rows locked and read
+            todo = [
+                str(row[0])
+                for row in store.run(
+                    f"SELECT class_id FROM {covering} WHERE host = ? AND {column} = ?"
+                    f" AND explained IS NULL LIMIT {BATCH}",
+                    (host, when),
+                )
+            ]
+            rows = (
+                store.run(
+                    f"SELECT class_id, count, qt_sketch, state FROM {table}"
+                    f" WHERE host = ? AND {column} = ? AND explained IS NULL AND class_id IN"
+                    f" ({', '.join(['?'] * len(todo))}){lock}",
+                    (host, when, *todo),
+                )
+                if todo
+                else []
+            )
+            if rows:
+                _update(store, table, column, host, when, rows)
+            filled += len(rows)
+            if len(todo) < BATCH:
+                store.run(
+                    f"UPDATE {PROGRESS} SET bucket = ?, host = ? WHERE name = ?",
+                    (_text(when), host, table),
+                )
+                return filled
+
+
+def _text(value: Any) -> str:
+    """A bucket's start or day as the store's text (pymysql returns datetimes and dates)."""
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return value.isoformat() if isinstance(value, dt.date) else str(value)
 
 
 def fill(

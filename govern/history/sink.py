@@ -1,9 +1,11 @@
 """``govern collect --store``: closed buckets into a history store, days rolled up as they end.
 
 After each bucket written, the collector rolls up its host's days that ended an hour ago
-(and the fleet's days once every host's is rolled up), and at most hourly applies the
-retention: buckets of days older than ``hourly_days`` dropped (their day's roll-up
-stays), everything older than ``keep_days`` dropped.
+(and the fleet's days once every host's is rolled up), gives rows written before migration
+0008 their percentile columns for at most half a second (bounds.backfill: no command to
+run after an upgrade), and at most hourly applies the retention: buckets of days older
+than ``hourly_days`` dropped (their day's roll-up stays), everything older than
+``keep_days`` dropped.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ class StoreSink:
         roll_up = getattr(self.store, "roll_up", None)
         if roll_up is not None:
             roll_up(host=host)
+        backfill = getattr(self.store, "backfill", None)
+        if backfill is not None:
+            backfill()
         retain = getattr(self.store, "retain", None)
         if retain is not None and time.monotonic() - self._retained >= RETAIN_EVERY:
             retain(hourly_days=self.retention.hourly_days, keep_days=self.retention.keep_days)

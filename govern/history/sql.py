@@ -35,8 +35,9 @@ from govern.digest.document import full_document
 from govern.digest.report import HostShare, Report
 from govern.digest.result import Digest
 from govern.errors import UsageError
+from govern.history.bounds import BUDGET as BACKFILL_BUDGET
 from govern.history.bounds import COLUMNS as BOUND_COLUMNS
-from govern.history.bounds import row_figures
+from govern.history.bounds import backfill, row_figures
 from govern.history.ladders import (
     FLEET_DAYS,
     FLEET_HOURS,
@@ -406,7 +407,8 @@ MIGRATIONS = [
     # each class row's p95/p99 sketch buckets and whether its sample was explained
     # (bounds.py), in the covering indexes govern regressions sums: a steady class is left
     # out without reading its sketches, an unexplained one without reading its state.
-    # Rows written before stay NULL (read the exact way) until bounds.fill() runs.
+    # Rows written before stay NULL (read the exact way) until bounds.backfill() (each
+    # collector, after its writes) or bounds.fill() reaches them.
     Migration(
         "history_0008_row_bounds",
         {
@@ -429,6 +431,31 @@ MIGRATIONS = [
                 """
                 for table, column in _BOUNDS_TABLES
             ),
+        },
+    ),
+    # how far each collector's backfill of those columns got (bounds.backfill: the newest
+    # bucket heads first, a bounded slice after each write): done at once in a store that
+    # has no class row yet
+    Migration(
+        "history_0009_backfill",
+        {
+            dialect: f"""
+            CREATE TABLE history_backfill (
+                name   VARCHAR(64) NOT NULL PRIMARY KEY,
+                bucket VARCHAR(19),
+                host   VARCHAR(255),
+                done   INT NOT NULL
+            ){engine};
+            """
+            + ";".join(
+                f"""
+                INSERT INTO history_backfill (name, bucket, host, done)
+                    SELECT '{table}', NULL, NULL,
+                        CASE WHEN EXISTS (SELECT 1 FROM {table}) THEN 0 ELSE 1 END
+                """
+                for table, _ in _BOUNDS_TABLES
+            )
+            for dialect, engine in (("sqlite", ""), ("mysql", " ENGINE=InnoDB"))
         },
     ),
 ]
@@ -1377,6 +1404,11 @@ class SqlStore:
                 (rows.events, rows.query_time, rows.qt_sketch, rows.meta, hosts,
                  stamp(dt.datetime.now()), version, key),
             )  # fmt: skip
+
+    def backfill(self, budget: float = BACKFILL_BUDGET) -> int:
+        """Rows written before migration 0008 given their percentile columns, for at most
+        ``budget`` seconds, resumed by the next call (bounds.backfill)."""
+        return backfill(self, budget)
 
     def retain(
         self, now: dt.datetime | None = None, *, hourly_days: int = 14, keep_days: int = 400

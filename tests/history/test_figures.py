@@ -165,6 +165,31 @@ def test_figures_are_the_merged_reports(store: SqlStore) -> None:
         )
     for since, until in windows:
         check(store, since, until)
+    # what a collector does after each write: a bounded slice, resumed by the next call
+    # (a clock that moves 0.1 s a look: a few buckets a call), newest buckets first
+    store.run("UPDATE history_backfill SET bucket = NULL, host = NULL, done = 0")
+    ticks = iter(range(1_000_000))
+    calls, filled = 0, []
+    while store.run("SELECT 1 FROM history_backfill WHERE done = 0"):
+        filled.append(bounds.backfill(store, 0.35, clock=lambda: next(ticks) / 10))
+        calls += 1
+        assert calls < 200
+    assert calls > 3 and all(n > 0 for n in filled[:2]), filled
+    newest = store.run(
+        "SELECT MAX(start) FROM history_classes WHERE host = 'db1' AND explained IS NOT NULL"
+    )
+    assert sorted(
+        store.run(
+            "SELECT host, start, class_id, qt_p95_key, qt_p99_key, explained FROM history_classes"
+        )
+    ) == sorted(written), newest
+    assert bounds.backfill(store) == 0  # done: one lookup
+    for table in ("history_classes", "history_day_classes"):
+        store.run(
+            f"UPDATE {table} SET qt_p95_key = NULL, qt_p99_key = NULL, explained = NULL"
+            " WHERE host = ?",
+            ("db1",),
+        )
     assert bounds.fill(store) > 0
     assert sorted(
         store.run(

@@ -255,12 +255,22 @@ def test_migrations_from_empty_and_from_version_1(
     assert store.run("SELECT host, start, stale FROM history_host_hours") == [
         ("db1", f"{DAY} 01:00:00", 2)
     ]
+    # its class rows lack the percentile columns: the collector's backfill gives them
+    assert store.run("SELECT name, done FROM history_backfill ORDER BY name") == [
+        ("history_classes", 0),
+        ("history_day_classes", 1),
+    ]
+    assert store.run("SELECT COUNT(*) FROM history_classes WHERE explained IS NULL") != [(0,)]
+    assert store.backfill() > 0
+    assert store.run("SELECT COUNT(*) FROM history_classes WHERE explained IS NULL") == [(0,)]
+    assert store.run("SELECT done FROM history_backfill") == [(1,), (1,)]
     done = store.roll_up(dt.datetime(2026, 11, 25))
     assert (done.days, done.fleet_hours) == (1, 0)
     assert store.report(*WIDE).events == buckets[0]["totals"]["events"]
     store.close()
     fresh = SqliteStore(tmp_path / "new.db")
     assert fresh.applied_migrations() == names
+    assert fresh.run("SELECT done FROM history_backfill") == [(1,), (1,)]
     assert fresh.migrate() == []
     fresh.close()
 
