@@ -1410,6 +1410,36 @@ class SqlStore:
         ``budget`` seconds, resumed by the next call (bounds.backfill)."""
         return backfill(self, budget)
 
+    def _retain_fleet_hours(self, before: str) -> None:
+        """Drop the fleet's hours (and blocks of hours) of each day before ``before`` once no
+        host has buckets in it, never by date alone: a host whose old day is not pruned yet
+        (stale, its collector late) keeps the day's hours, so a late write to it bumps its
+        hour's row instead of recreating one beside hours with buckets and no row (which a
+        block of hours or a stale fleet day would read as empty)."""
+        days = sorted(
+            {
+                _text(start)[:10]
+                for (start,) in self.run(
+                    "SELECT start FROM history_fleet_hours WHERE start < ?", (before + " 00:00:00",)
+                )
+            }
+        )
+        for day in days:
+            low = day + " 00:00:00"
+            high = stamp(_day_start(day) + dt.timedelta(days=1))
+            if self.run(
+                "SELECT 1 FROM history_buckets WHERE start >= ? AND start < ? LIMIT 1", (low, high)
+            ):
+                continue
+            with self._transaction():
+                for table in (
+                    "history_fleet_hour_block_classes",
+                    "history_fleet_hour_blocks",
+                    "history_fleet_hour_classes",
+                    "history_fleet_hours",
+                ):
+                    self.run(f"DELETE FROM {table} WHERE start >= ? AND start < ?", (low, high))
+
     def retain(
         self, now: dt.datetime | None = None, *, hourly_days: int = 14, keep_days: int = 400
     ) -> Retained:
@@ -1436,15 +1466,6 @@ class SqlStore:
                     "UPDATE history_days SET pruned = 1 WHERE host = ? AND day = ?", (name, day)
                 )
             pruned += 1
-        # the fleet's hours go with the buckets (a pruned day is whole or absent)
-        for table in (
-            "history_fleet_hour_block_classes",
-            "history_fleet_hour_blocks",
-            "history_fleet_hour_classes",
-            "history_fleet_hours",
-        ):
-            with self._transaction():
-                self.run(f"DELETE FROM {table} WHERE start < ?", (hourly_before + " 00:00:00",))
         old = self.run("SELECT host, day FROM history_days WHERE day < ?", (keep_before,))
         for name, day in old:  # a host-day at a time: every delete walks a primary key
             low = _text(day) + " 00:00:00"
@@ -1457,6 +1478,7 @@ class SqlStore:
                     )
                 self.run("DELETE FROM history_day_classes WHERE host = ? AND day = ?", (name, day))
                 self.run("DELETE FROM history_days WHERE host = ? AND day = ?", (name, day))
+        self._retain_fleet_hours(hourly_before)
         old_days = {_text(day) for _, day in old}
         for day in sorted(old_days):
             with self._transaction():

@@ -204,6 +204,49 @@ def test_retention_keeps_roll_ups_and_drops_old_days(
     assert store.report(*WIDE).events == buckets[0]["totals"]["events"] * 2
 
 
+def test_fleet_hours_go_with_the_last_hosts_buckets_of_their_day(
+    store: SqlStore, buckets: tuple[dict[str, Any], ...]
+) -> None:
+    """A host whose old day is not pruned yet (stale: a bucket came after its roll-up) keeps
+    the fleet's hours of that day; a later write to it bumps its hour's row, not one beside
+    hours with buckets and no row. Once the last host's buckets of the day go, its hours go."""
+    day = "2026-11-20"
+
+    def hours_without_rows() -> set[str]:
+        hours = {
+            _text(start)[:13]
+            for (start,) in store.run(
+                "SELECT start FROM history_buckets WHERE start >= ? AND start < ?",
+                (f"{day} 00:00:00", "2026-11-21 00:00:00"),
+            )
+        }
+        return hours - {
+            _text(s)[:13] for (s,) in store.run("SELECT start FROM history_fleet_hours")
+        }
+
+    for host in ("db1", "db2"):
+        for hour in (3, 4):
+            start = f"{day} {hour:02d}:00:00"
+            store.write(host, start, at(buckets[0], host, start))
+    store.roll_up(dt.datetime(2026, 11, 25))
+    late = f"{day} 05:00:00"
+    store.write("db2", late, at(buckets[0], "db2", late))  # db2's day stale again
+    done = store.retain(dt.datetime(2026, 11, 25), hourly_days=3, keep_days=400)
+    assert done.hourly_days == 1  # db1's day; db2's is stale
+    assert _count(store, "history_fleet_hours") == 3
+    assert hours_without_rows() == set()
+    later = f"{day} 06:00:00"
+    store.write("db2", later, at(buckets[0], "db2", later))
+    assert hours_without_rows() == set()
+    assert store.report(*WIDE).events == 6 * buckets[0]["totals"]["events"]
+    store.roll_up(dt.datetime(2026, 11, 25))
+    done = store.retain(dt.datetime(2026, 11, 25), hourly_days=3, keep_days=400)
+    assert (done.hourly_days, _count(store, "history_buckets")) == (1, 0)
+    assert _count(store, "history_fleet_hours") == 0  # the day's last buckets went
+    assert _count(store, "history_fleet_hour_classes") == 0
+    assert store.report(*WIDE).events == 6 * buckets[0]["totals"]["events"]
+
+
 def test_series_merge_sketches_per_step(
     store: SqlStore, buckets: tuple[dict[str, Any], ...]
 ) -> None:
