@@ -26,12 +26,14 @@ QUANTILES = (0.95, 0.99)
 TABLES = (("history_classes", "start"), ("history_day_classes", "day"))
 NAMES = tuple(name for name, _ in TABLES)
 COLUMNS = ("qt_p95_key", "qt_p99_key", "explained")
-#: Rows per UPDATE of :func:`fill`, and per transaction of :func:`backfill`.
+#: Rows per UPDATE of :func:`fill`.
 BATCH = 500
 #: The longest :func:`backfill` runs after a collector's write (seconds): it stops before a
-#: next chunk of BATCH rows once this is spent (a chunk of 2,000-class buckets' rows is
-#: about 50 ms of client CPU and its rows' update).
+#: next chunk of CHUNK rows once this is spent.
 BUDGET = 0.5
+#: Rows per transaction of :func:`backfill`: what it may run past its budget (about 0.1 s
+#: at load 8 on MariaDB, benchmarks/history_backfill.py).
+CHUNK = 100
 #: Where :func:`backfill` got to: a row per class table (migration history_0009_backfill).
 PROGRESS = "history_backfill"
 #: Each class table's bucket heads, newest first, walked by :func:`backfill`.
@@ -78,7 +80,7 @@ def backfill(
     store: Any, budget: float = BUDGET, clock: Callable[[], float] = time.monotonic
 ) -> int:
     """Give rows written before migration 0008 their columns for at most ``budget`` seconds
-    (checked before each chunk of BATCH rows), newest buckets first (what ``govern
+    (checked before each chunk of CHUNK rows), newest buckets first (what ``govern
     regressions`` reads); the next call resumes where this one stopped (``PROGRESS`` holds the
     last bucket done of each table), and once a table is done a call costs one lookup.
     Returns the rows filled. Rows a collector older than 0008 writes after the walk passed
@@ -110,9 +112,9 @@ def backfill(
             for when, name in heads:
                 if clock() >= deadline:
                     return filled
-                rows = _fill_head(store, table, column, name, when, clock, deadline)
-                filled += rows or 0
-                if rows is None:  # out of time inside the bucket: resumed there next time
+                rows, finished = _fill_head(store, table, column, name, when, clock, deadline)
+                filled += rows
+                if not finished:  # out of time inside the bucket: resumed there next time
                     return filled
                 bucket, host = _text(when), str(name)
     return filled
@@ -126,9 +128,9 @@ def _fill_head(
     when: Any,
     clock: Callable[[], float],
     deadline: float,
-) -> int | None:
+) -> tuple[int, bool]:
     """One bucket's rows that lack the columns, a chunk per transaction, the bucket recorded
-    as done with its last chunk. None: the time ran out before it was done."""
+    as done with its last chunk: the rows filled, and whether it was done in time."""
     covering = f"{table} " + (
         f"FORCE INDEX ({table}_figures)"
         if store.dialect == "mysql"
@@ -138,7 +140,7 @@ def _fill_head(
     filled = 0
     while True:
         if filled and clock() >= deadline:
-            return None
+            return filled, False
         with store._transaction():
             # which rows lack them, from the covering index (a bucket written since 0008:
             # one short index range, no state read), then those rows locked and read
@@ -146,7 +148,7 @@ def _fill_head(
                 str(row[0])
                 for row in store.run(
                     f"SELECT class_id FROM {covering} WHERE host = ? AND {column} = ?"
-                    f" AND explained IS NULL LIMIT {BATCH}",
+                    f" AND explained IS NULL LIMIT {CHUNK}",
                     (host, when),
                 )
             ]
@@ -163,12 +165,12 @@ def _fill_head(
             if rows:
                 _update(store, table, column, host, when, rows)
             filled += len(rows)
-            if len(todo) < BATCH:
+            if len(todo) < CHUNK:
                 store.run(
                     f"UPDATE {PROGRESS} SET bucket = ?, host = ? WHERE name = ?",
                     (_text(when), host, table),
                 )
-                return filled
+                return filled, True
 
 
 def _text(value: Any) -> str:
