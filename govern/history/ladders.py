@@ -119,10 +119,12 @@ def to_build(
     have: dict[int, int],
     halves: set[tuple[int, int]],
     last: int,
+    smallest: int = 2,
 ) -> list[tuple[int, int, tuple[int, ...]]]:
-    """The blocks of ``span`` to (re)build: (start, versions, the halves that have data),
-    for blocks that end by ``last``, whose units with data are all fresh, and that are
-    missing or were built from other versions (``have``: start -> versions)."""
+    """The blocks of ``span`` to (re)build: (start, versions, the halves that have data; for
+    the ladder's ``smallest`` span, the units that have data), for blocks that end by
+    ``last``, whose units with data are all fresh, and that are missing or were built from
+    other versions (``have``: start -> versions)."""
     made = []
     for start in sorted({n // span * span for n in versions}):
         if start + span - 1 > last:
@@ -133,13 +135,16 @@ def to_build(
         total = sum(versions[n] for n in known)
         if have.get(start) == total:
             continue
-        half = span // 2
-        parts = tuple(
-            part
-            for part in (start, start + half)
-            if any(n in versions for n in range(part, part + half))  # no data: adds nothing
-        )
-        if span > 2 and not all((part, half) in halves for part in parts):
-            continue
+        if span == smallest:  # from its units
+            parts = tuple(known)
+        else:
+            half = span // 2
+            parts = tuple(
+                part
+                for part in (start, start + half)
+                if any(n in versions for n in range(part, part + half))  # no data: adds nothing
+            )
+            if not all((part, half) in halves for part in parts):
+                continue
         made.append((start, total, parts))
     return made

@@ -1256,8 +1256,8 @@ class SqlStore:
 
     def _roll_up_blocks(self, ladder: Ladder, last: int) -> int:
         """Build every block of the ladder that ended by unit ``last`` and is missing or out
-        of date, each from its two halves (blocks of half its span, or units), shortest
-        first."""
+        of date, each from its two halves (blocks of half its span), the shortest from its
+        units, shortest first."""
         versions = self._versions(ladder, 0, last)
         if not versions:
             return 0
@@ -1272,8 +1272,11 @@ class SqlStore:
                     (span, *ladder.args),
                 )
             }
-            halves = set() if span == 2 else self._valid_blocks(ladder, 0, last, fresh)
-            for start, total, parts in to_build(span, versions, fresh, have, halves, last):
+            smallest = ladder.spans[0]
+            halves = set() if span == smallest else self._valid_blocks(ladder, 0, last, fresh)
+            for start, total, parts in to_build(
+                span, versions, fresh, have, halves, last, smallest
+            ):
                 self._roll_up_block(ladder, start, span, total, parts)
                 built += 1
         return built
@@ -1284,7 +1287,7 @@ class SqlStore:
         merger = Merger()
         shares: dict[str, dict[str, list[int]]] = {}
         for part in parts:
-            half = 1 if span == 2 else span // 2
+            half = 1 if span == ladder.spans[0] else span // 2  # the smallest: from units
             if ladder.host is not None and ladder.units == HOST_HOURS.units and half == 1:
                 low = ladder.key(part)  # a host's hour: its buckets
                 high = stamp(_moment(low) + dt.timedelta(hours=1))
