@@ -38,7 +38,8 @@ def test_a_class_slowed_on_one_host_names_that_host_and_the_hour(tmp_path: Path)
     (on_host,) = outcome.per_host
     assert on_host.host == "db2"
     assert on_host.fingerprint == "select sum(amount) from orders where customer = ?"
-    assert on_host.kinds == ["p95", "p99", "total_time"]
+    # p99 is not judged: 180 baseline and 240 window events, under its floor of 500
+    assert on_host.kinds == ["p95", "total_time"]
     assert on_host.changed_at == CHANGED
     # fleet-wide the class regressed too (db2's half dominates it), and names db2
     (fleet,) = outcome.fleet
@@ -61,7 +62,7 @@ def test_the_cli_formats_and_exit_codes(tmp_path: Path) -> None:
     document = json.loads(govern(*args, "--format", "json").stdout)
     assert document["schema"] == "govern.regressions"
     assert document["counts"] == {
-        "regressions": 2, "fleet": 2, "new": 1, "p95": 1, "p99": 1, "total_time": 1, "plan": 0
+        "regressions": 2, "fleet": 2, "new": 1, "p95": 1, "p99": 0, "total_time": 1, "plan": 0
     }  # fmt: skip
     new = next(r for r in document["regressions"] if r["kinds"] == ["new"])
     assert (new["host"], new["changed_at"]) == ("db1", f"{CHANGED:%Y-%m-%d %H:%M:%S}")
