@@ -81,8 +81,9 @@ def backfill(
 ) -> int:
     """Give rows written before migration 0008 their columns for at most ``budget`` seconds
     (checked before each chunk of CHUNK rows): day rows first (most of a baseline), then
-    hourly ones, newest buckets first (what ``govern regressions`` reads); the next call resumes where this one stopped (``PROGRESS`` holds the
-    last bucket done of each table), and once a table is done a call costs one lookup.
+    hourly ones, newest buckets first (what ``govern regressions`` reads); the next call
+    resumes where this one stopped (``PROGRESS`` holds the last bucket done of each table),
+    and once a table is done a call costs one lookup.
     Returns the rows filled. Rows a collector older than 0008 writes after the walk passed
     their bucket stay NULL: read the exact way, or given their columns by :func:`fill`."""
     deadline = clock() + budget
