@@ -49,6 +49,7 @@ from govern.history.ladders import (
 )
 from govern.history.merging import Merger, no_collection
 from govern.history.model import TOP_HOSTS, Point
+from govern.history.prefetch import prefetched
 from govern.history.rows import (
     BucketRows,
     bucket_rows,
@@ -701,7 +702,7 @@ class SqlStore:
         merger = Merger()
         shares: dict[str, dict[str, list[int]]] = {}
         with no_collection():
-            for meta, classes in self._units(since, until, selected, fleet, shares):
+            for meta, classes in prefetched(self._units(since, until, selected, fleet, shares)):
                 merger.add(meta, classes)
         digest = merger.digest(order_by=order_by, max_classes=max_classes)
         digest.since, digest.until = stamp(since), stamp(until)
