@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -26,7 +26,7 @@ AHEAD = 2
 _END = object()
 
 
-def prefetched(items: Iterator[T], ahead: int = AHEAD) -> Iterator[T]:
+def prefetched(items: Iterator[T], ahead: int = AHEAD) -> Generator[T, None, None]:
     """``items`` as they are, made by a second thread up to ``ahead`` items ahead; an
     error of ``items`` is raised here at its place. Closing this early (an error of the
     consumer) stops the reader and waits for it, so the connection is free again."""
