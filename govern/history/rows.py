@@ -16,7 +16,9 @@ time with the JSON form. Version 2 (:data:`STATE_V2`) keeps the distinct-count h
 (random 64-bit words, most of the state and incompressible) packed before the zlib part:
 inflating them cost more than merging them. States written before (version 1, and zlib
 JSON, the document's form) are still read (:func:`decode_class` tells them apart by their
-first byte).
+first byte). Version 3 (:data:`STATE_V3`) is version 2 without zlib, written for roll-ups
+only: a report reads mostly roll-up rows, and inflating one cost as much as merging it;
+buckets (most rows, read only at a window's edges) stay compressed.
 """
 
 from __future__ import annotations
@@ -73,9 +75,11 @@ def unpack(blob: bytes | None) -> Any:
 #: version 1 is zlib(marshal); version 2 is two u16 counts, the connections' and the
 #: texts' hashes as little-endian u64 ascending, then zlib(marshal) with None in their
 #: places (the native merge reads both, native/src/stored.rs).
+#: Version 3 is version 2 with its marshal part as it is (roll-ups: no inflate to read).
 STATE_V1 = b"\x01"
 STATE_V2 = b"\x02"
-BINARY = (STATE_V1, STATE_V2)
+STATE_V3 = b"\x03"
+BINARY = (STATE_V1, STATE_V2, STATE_V3)
 _COUNTS = struct.Struct("<HH")
 _WORD = 1 << 64
 
@@ -95,9 +99,10 @@ def encode_class(item: Mapping[str, Any]) -> bytes:
     return encode_agg(class_of_document(item, {}), None if sample is None else sample["file"])
 
 
-def encode_agg(agg: ClassAgg, sample_file: str | None) -> bytes:
+def encode_agg(agg: ClassAgg, sample_file: str | None, *, compress: bool = True) -> bytes:
     """An aggregate's state in the binary form; its sample's input is kept by name
-    (``sample_file``, None if unknown: an index is the reader's)."""
+    (``sample_file``, None if unknown: an index is the reader's). ``compress=False``
+    (roll-ups) writes version 3: no zlib, so reading it needs no inflate."""
     sample = agg.sample
     value = (
         agg.fingerprint,
@@ -134,12 +139,13 @@ def encode_agg(agg: ClassAgg, sample_file: str | None) -> bytes:
     )
     connections, texts = sorted(agg.connections), sorted(agg.texts)
     if _packable(connections) and _packable(texts):
+        data = marshal.dumps(value, 4)
         return b"".join(
             (
-                STATE_V2,
+                STATE_V2 if compress else STATE_V3,
                 _COUNTS.pack(len(connections), len(texts)),
                 struct.pack(f"<{len(connections) + len(texts)}Q", *connections, *texts),
-                zlib.compress(marshal.dumps(value, 4), 6),
+                zlib.compress(data, 6) if compress else data,
             )
         )
     whole = (*value[:12], agg.connections, agg.texts, value[14])
@@ -151,7 +157,7 @@ def _packable(hashes: list[int]) -> bool:
 
 
 def _split(blob: bytes) -> tuple[int, int, int]:
-    """A version 2 state's counts of hashes and where its zlib part starts."""
+    """A version 2 or 3 state's counts of hashes and where its marshal part starts."""
     connections, texts = _COUNTS.unpack_from(blob, 1)
     return connections, texts, 5 + 8 * (connections + texts)
 
@@ -160,8 +166,7 @@ def _load(blob: bytes) -> tuple[Any, ...]:
     if blob[:1] == STATE_V1:
         value: tuple[Any, ...] = marshal.loads(zlib.decompress(memoryview(blob)[1:]))
         return value
-    start = _split(blob)[2]
-    return load_payload(blob[:start] + zlib.decompress(memoryview(blob)[start:]))
+    return load_payload(payload(blob))
 
 
 def load_payload(data: bytes) -> tuple[Any, ...]:
@@ -253,6 +258,8 @@ def payload(item: bytes | Mapping[str, Any]) -> bytes:
         item = encode_class(unpack(item))
     if item[:1] == STATE_V1:
         return zlib.decompress(memoryview(item)[1:])
+    if item[:1] == STATE_V3:  # version 2's payload: the same bytes behind its version byte
+        return STATE_V2 + memoryview(item)[1:]
     start = _split(item)[2]
     return item[:start] + zlib.decompress(memoryview(item)[start:])
 
@@ -395,7 +402,7 @@ def digest_rows(digest: Digest) -> BucketRows:
                 qt_sum,
                 qt_max,
                 pack(sketch.to_pairs(buckets)) if buckets else None,
-                encode_agg(agg, _file_name(sources, sample)),
+                encode_agg(agg, _file_name(sources, sample), compress=False),
             )
         )
     other = partial.other

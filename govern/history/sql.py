@@ -50,6 +50,7 @@ from govern.history.ladders import (
 )
 from govern.history.merging import Merger, no_collection
 from govern.history.model import TOP_HOSTS, Point
+from govern.history.prefetch import prefetched
 from govern.history.rows import (
     BucketRows,
     bucket_rows,
@@ -727,8 +728,9 @@ class SqlStore:
         selected, fleet = self._selection(since, until, hosts, host)
         merger = Merger()
         shares: dict[str, dict[str, list[int]]] = {}
-        with no_collection():
-            for meta, classes in self._units(since, until, selected, fleet, shares):
+        reading = prefetched(self._units(since, until, selected, fleet, shares))
+        with no_collection(), contextlib.closing(reading):  # an error here stops the reader
+            for meta, classes in reading:
                 merger.add(meta, classes)
         digest = merger.digest(order_by=order_by, max_classes=max_classes)
         digest.since, digest.until = stamp(since), stamp(until)

@@ -868,14 +868,18 @@ pub mod python {
 
         /// Add stored states (`marshal` payloads) of one unit, in order, from `start`;
         /// returns where it stopped: the length, or a row it cannot read (see `keep`).
-        fn add(&mut self, payloads: &Bound<'_, PyList>, unit: u32, start: usize) -> PyResult<usize> {
-            for at in start..payloads.len() {
-                let item = payloads.get_item(at)?;
-                if self.merge.add(item.cast::<PyBytes>()?.as_bytes(), unit).is_err() {
-                    return Ok(at);
-                }
-            }
-            Ok(payloads.len())
+        /// The GIL is released while merging: a report's next unit is read meanwhile
+        /// (govern/history/prefetch.py).
+        fn add(&mut self, py: Python<'_>, payloads: &Bound<'_, PyList>, unit: u32, start: usize) -> PyResult<usize> {
+            let items = payloads
+                .iter()
+                .skip(start)
+                .map(|item| item.cast_into::<PyBytes>().map_err(PyErr::from))
+                .collect::<PyResult<Vec<_>>>()?;
+            let slices: Vec<&[u8]> = items.iter().map(|item| item.as_bytes()).collect();
+            let merge = &mut self.merge;
+            let stopped = py.detach(|| slices.iter().position(|data| merge.add(data, unit).is_err()));
+            Ok(stopped.map_or(start + slices.len(), |at| start + at))
         }
 
         /// A row `add` could not read (its class's fingerprint read by Python): it and

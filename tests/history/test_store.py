@@ -156,6 +156,11 @@ def test_a_full_day_reads_the_same_before_and_after_its_roll_ups(
     rolled = store.roll_up(dt.datetime(2026, 11, 22))
     assert (rolled.days, rolled.fleet_days) == (2, 1)
     assert _count(store, "history_fleet_classes") == len(hourly["classes"])
+    # roll-ups keep their states without zlib (version 3), buckets compressed (version 2)
+    for table, kind in (("history_day_classes", rows.STATE_V3),
+                        ("history_fleet_classes", rows.STATE_V3),
+                        ("history_classes", rows.STATE_V2)):  # fmt: skip
+        assert {bytes(s)[:1] for (s,) in store.run(f"SELECT state FROM {table}")} == {kind}
     fleet = full_document(store.digest(*day))  # read from the fleet's day roll-up
     assert_same_events(fleet, hourly)
     assert [c["top_hosts"] for c in fleet["classes"]] == [c["top_hosts"] for c in hourly["classes"]]
