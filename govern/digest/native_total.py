@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 
 #: Class documents the core writes per call (native/src/document.rs).
 JSON_BATCH = 256
+#: Class documents the core writes per call as runs: enough for it to split them over
+#: the cores (1,024 a thread at least), one output step (document.py ``WRITE_STEP``).
+RUNS_BATCH = 4096
 
 
 class NativePartial:
@@ -121,9 +124,9 @@ class NativePartial:
         in ``keys``."""
         indexes = keys.indexes() if isinstance(keys, Keys) else array("I", (k.index for k in keys))
         sources = list(frame.sources)
-        for start in range(0, len(indexes), JSON_BATCH):
+        for start in range(0, len(indexes), RUNS_BATCH):
             for piece in self._total.class_json_runs(
-                indexes[start : start + JSON_BATCH].tobytes(),
+                indexes[start : start + RUNS_BATCH].tobytes(),
                 frame.total_time,
                 frame.window_seconds,
                 sources,

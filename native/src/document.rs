@@ -57,6 +57,61 @@ pub fn class_json(total: &Total, index: usize, ctx: &Context, out: &mut String) 
     written.is_ok()
 }
 
+/// A piece of `class_runs`: documents written here, joined by `", "`, or the position
+/// (in the indexes asked for) of a class Python must build.
+pub enum Piece {
+    Run(String),
+    Python(usize),
+}
+
+/// Below this many classes per thread, `class_runs` writes on the calling thread only.
+const PER_THREAD: usize = 1024;
+
+/// The documents of classes `indexes` (`class_json`) in order, as runs and the positions
+/// of the classes Python builds. Many classes are split in contiguous parts, one per core
+/// (at most 4), written at once: each class document depends on its class and the
+/// digest's shared tables only, so the bytes are those of one thread.
+pub fn class_runs(total: &Total, indexes: &[usize], ctx: &Context) -> Vec<Piece> {
+    total.query_ids();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    let threads = cores.min(indexes.len() / PER_THREAD).max(1);
+    if threads == 1 {
+        return runs_of(total, indexes, 0, ctx);
+    }
+    let part = indexes.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = indexes
+            .chunks(part)
+            .enumerate()
+            .map(|(k, chunk)| scope.spawn(move || runs_of(total, chunk, k * part, ctx)))
+            .collect();
+        parts.into_iter().flat_map(|p| p.join().expect("a document thread panicked")).collect()
+    })
+}
+
+/// `class_runs` of one part, whose first class is at position `first`.
+fn runs_of(total: &Total, indexes: &[usize], first: usize, ctx: &Context) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let mut text = String::with_capacity(indexes.len() * 4096);
+    for (position, &index) in indexes.iter().enumerate() {
+        let start = text.len();
+        if !text.is_empty() {
+            text.push_str(", ");
+        }
+        if !class_json(total, index, ctx, &mut text) {
+            text.truncate(start);
+            if !text.is_empty() {
+                pieces.push(Piece::Run(std::mem::take(&mut text)));
+            }
+            pieces.push(Piece::Python(first + position));
+        }
+    }
+    if !text.is_empty() {
+        pieces.push(Piece::Run(text));
+    }
+    pieces
+}
+
 struct Writer<'a> {
     total: &'a Total,
     ctx: &'a Context,
