@@ -62,6 +62,7 @@ class NativePartial:
             minute: [n, micro] for minute, n, micro in total.minutes()
         }
         self._ranked: dict[tuple[str, str], tuple[Keys, Keys]] = {}
+        self._totals: ClassFigures | None = None
         other = total.other()
         self.other: ClassAgg | None = None if other is None else _class(other)
 
@@ -134,7 +135,11 @@ class NativePartial:
                 yield piece + start if isinstance(piece, int) else piece
 
     def totals(self) -> ClassAgg:
-        return _class(self._total.totals())
+        """The core's totals (count, window, metrics, booleans: total.rs), merged once
+        and built anew each time (reports ask for the window and the metrics apart)."""
+        if self._totals is None:
+            self._totals = self._total.totals()
+        return _class(self._totals)
 
     def rule_columns(
         self,
