@@ -360,7 +360,7 @@ impl PyTotal {
         window_seconds: Option<f64>,
         sources: Vec<Option<String>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let ctx = crate::document::Context { total_time, window_seconds, sources };
+        let ctx = crate::document::Context::new(&self.inner, total_time, window_seconds, sources);
         let list = PyList::empty(py);
         let mut text = String::new();
         for chunk in indexes.chunks_exact(4) {
@@ -390,7 +390,7 @@ impl PyTotal {
         window_seconds: Option<f64>,
         sources: Vec<Option<String>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let ctx = crate::document::Context { total_time, window_seconds, sources };
+        let ctx = crate::document::Context::new(&self.inner, total_time, window_seconds, sources);
         let mut positions = Vec::with_capacity(indexes.len() / 4);
         for chunk in indexes.chunks_exact(4) {
             let index = u32::from_ne_bytes(chunk.try_into().expect("4 bytes")) as usize;
