@@ -68,7 +68,8 @@ class ClassSource(Protocol):
         ...
 
     def totals(self) -> ClassAgg:
-        """Every class and ``other`` merged into one new ClassAgg."""
+        """Every class and ``other`` merged into one new ClassAgg: its count, ts_min,
+        ts_max, metrics and booleans (what reports read; the core fills only these)."""
         ...
 
     def fingerprint_of(self, class_id: str) -> bytes | None:

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 
 #: Class documents the core writes per call (native/src/document.rs).
 JSON_BATCH = 256
+#: Class documents the core writes per call as runs: enough for it to split them over
+#: the cores (1,024 a thread at least), one output step (document.py ``WRITE_STEP``).
+RUNS_BATCH = 4096
 
 
 class NativePartial:
@@ -59,6 +62,7 @@ class NativePartial:
             minute: [n, micro] for minute, n, micro in total.minutes()
         }
         self._ranked: dict[tuple[str, str], tuple[Keys, Keys]] = {}
+        self._totals: ClassFigures | None = None
         other = total.other()
         self.other: ClassAgg | None = None if other is None else _class(other)
 
@@ -121,9 +125,9 @@ class NativePartial:
         in ``keys``."""
         indexes = keys.indexes() if isinstance(keys, Keys) else array("I", (k.index for k in keys))
         sources = list(frame.sources)
-        for start in range(0, len(indexes), JSON_BATCH):
+        for start in range(0, len(indexes), RUNS_BATCH):
             for piece in self._total.class_json_runs(
-                indexes[start : start + JSON_BATCH].tobytes(),
+                indexes[start : start + RUNS_BATCH].tobytes(),
                 frame.total_time,
                 frame.window_seconds,
                 sources,
@@ -131,7 +135,11 @@ class NativePartial:
                 yield piece + start if isinstance(piece, int) else piece
 
     def totals(self) -> ClassAgg:
-        return _class(self._total.totals())
+        """The core's totals (count, window, metrics, booleans: total.rs), merged once
+        and built anew each time (reports ask for the window and the metrics apart)."""
+        if self._totals is None:
+            self._totals = self._total.totals()
+        return _class(self._totals)
 
     def rule_columns(
         self,

@@ -35,6 +35,18 @@ pub struct Context {
     pub window_seconds: Option<f64>,
     /// Input names by file index (`sample.file`), None for inputs without one.
     pub sources: Vec<Option<String>>,
+    /// The numeric attributes' ids in the order of their names (`nums`), sorted once
+    /// rather than for each class twice.
+    num_order: Vec<u32>,
+}
+
+impl Context {
+    pub fn new(total: &Total, total_time: i128, window_seconds: Option<f64>, sources: Vec<Option<String>>) -> Context {
+        let names = &total.num_names;
+        let mut num_order: Vec<u32> = (0..names.len() as u32).collect();
+        num_order.sort_by(|&a, &b| names.get(a).cmp(names.get(b)));
+        Context { total_time, window_seconds, sources, num_order }
+    }
 }
 
 /// Not written here: Python builds the class document instead.
@@ -55,6 +67,61 @@ pub fn class_json(total: &Total, index: usize, ctx: &Context, out: &mut String) 
         out.truncate(start);
     }
     written.is_ok()
+}
+
+/// A piece of `class_runs`: documents written here, joined by `", "`, or the position
+/// (in the indexes asked for) of a class Python must build.
+pub enum Piece {
+    Run(String),
+    Python(usize),
+}
+
+/// Below this many classes per thread, `class_runs` writes on the calling thread only.
+const PER_THREAD: usize = 1024;
+
+/// The documents of classes `indexes` (`class_json`) in order, as runs and the positions
+/// of the classes Python builds. Many classes are split in contiguous parts, one per core
+/// (at most 4), written at once: each class document depends on its class and the
+/// digest's shared tables only, so the bytes are those of one thread.
+pub fn class_runs(total: &Total, indexes: &[usize], ctx: &Context) -> Vec<Piece> {
+    total.query_ids();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    let threads = cores.min(indexes.len() / PER_THREAD).max(1);
+    if threads == 1 {
+        return runs_of(total, indexes, 0, ctx);
+    }
+    let part = indexes.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = indexes
+            .chunks(part)
+            .enumerate()
+            .map(|(k, chunk)| scope.spawn(move || runs_of(total, chunk, k * part, ctx)))
+            .collect();
+        parts.into_iter().flat_map(|p| p.join().expect("a document thread panicked")).collect()
+    })
+}
+
+/// `class_runs` of one part, whose first class is at position `first`.
+fn runs_of(total: &Total, indexes: &[usize], first: usize, ctx: &Context) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let mut text = String::with_capacity(indexes.len() * 4096);
+    for (position, &index) in indexes.iter().enumerate() {
+        let start = text.len();
+        if !text.is_empty() {
+            text.push_str(", ");
+        }
+        if !class_json(total, index, ctx, &mut text) {
+            text.truncate(start);
+            if !text.is_empty() {
+                pieces.push(Piece::Run(std::mem::take(&mut text)));
+            }
+            pieces.push(Piece::Python(first + position));
+        }
+    }
+    if !text.is_empty() {
+        pieces.push(Piece::Run(text));
+    }
+    pieces
 }
 
 struct Writer<'a> {
@@ -138,7 +205,7 @@ impl Writer<'_> {
     }
 
     fn metrics(&mut self, c: &Class) -> Out {
-        let list = nums(self.total, c)?;
+        let list = nums(self.total, self.ctx, c)?;
         let o = &mut *self.out;
         o.push_str(", \"metrics\": {");
         for (k, (name, i, s)) in list.into_iter().enumerate() {
@@ -155,7 +222,7 @@ impl Writer<'_> {
             number(o, s.max(), decimal)?;
             o.push_str(", \"avg\": ");
             rounded(o, div(s.sum(), s.count() as i128)? / 1e6, 6)?;
-            let buckets = s.buckets();
+            let buckets = buckets_of(s);
             let sketched = buckets.iter().map(|b| b.1).sum::<u64>() == s.count();
             for (key, q) in [(", \"median\": ", 500), (", \"p95\": ", 950), (", \"p99\": ", 990)] {
                 o.push_str(key);
@@ -318,7 +385,7 @@ impl Writer<'_> {
             let _ = write!(o, "{{\"source\": \"{source}\", \"avg\": ");
             rounded(o, div(m.sum(), m.count() as i128)? / 1e6, 3)?;
             o.push_str(", \"median\": ");
-            let buckets = m.buckets();
+            let buckets = buckets_of(m);
             if buckets.iter().map(|b| b.1).sum::<u64>() == m.count() {
                 number(o, quantile(&buckets, 500, m.min(), m.max()), false)?;
             } else {
@@ -356,7 +423,7 @@ impl Writer<'_> {
     }
 
     fn state(&mut self, c: &Class, mut leads: Vec<Lead>) -> Out {
-        let list = nums(self.total, c)?;
+        let list = nums(self.total, self.ctx, c)?;
         let o = &mut *self.out;
         o.push_str(", \"state\": {\"metrics\": {");
         for (k, (name, i, s)) in list.into_iter().enumerate() {
@@ -375,7 +442,7 @@ impl Writer<'_> {
             } else {
                 ", \"decimal\": false, \"buckets\": "
             });
-            let mut buckets = s.buckets();
+            let mut buckets = buckets_of(s);
             buckets.sort_unstable();
             pairs(o, buckets.into_iter());
             o.push('}');
@@ -434,13 +501,23 @@ impl Writer<'_> {
 }
 
 /// The numeric attributes by name, sorted (names are ASCII, else Python's order).
-fn nums<'t, 'c>(total: &'t Total, c: &'c Class) -> Out<Vec<(&'t str, usize, &'c NumStats)>> {
-    let mut list = Vec::new();
-    for (i, s) in c.nums.iter().enumerate().filter(|(_, s)| s.count() > 0) {
-        list.push((ascii(total.num_names.get(i as u32))?, i, s));
+fn nums<'t, 'c>(total: &'t Total, ctx: &Context, c: &'c Class) -> Out<Vec<(&'t str, usize, &'c NumStats)>> {
+    let mut list = Vec::with_capacity(c.nums.len());
+    for &i in &ctx.num_order {
+        if let Some(s) = c.nums.get(i as usize).filter(|s| s.count() > 0) {
+            list.push((ascii(total.num_names.get(i))?, i as usize, s));
+        }
     }
-    list.sort_by(|a, b| a.0.cmp(b.0));
     Ok(list)
+}
+
+/// `NumStats::buckets`, a single value's bucket kept off the heap (most attributes of a
+/// class of a few events have one value: three allocations per attribute saved).
+fn buckets_of(s: &NumStats) -> smallvec::SmallVec<[(i32, u64); 1]> {
+    match *s {
+        NumStats::Same { count, value } => smallvec::smallvec![(crate::sketch::key_of(value as i128), count)],
+        _ => smallvec::SmallVec::from_vec(s.buckets()),
+    }
 }
 
 /// A lead: its query ID (None: `(other)`, which sorts before every hex ID as its text
@@ -515,6 +592,13 @@ fn ascii(raw: &[u8]) -> Out<&str> {
 
 /// `json.dumps(text, ensure_ascii=False)`.
 fn string(o: &mut String, text: &str) {
+    if plain(text.as_bytes()) {
+        o.reserve(text.len() + 2);
+        o.push('"');
+        o.push_str(text);
+        o.push('"');
+        return;
+    }
     o.push('"');
     let mut from = 0;
     for (i, b) in text.bytes().enumerate() {
@@ -539,6 +623,12 @@ fn string(o: &mut String, text: &str) {
     }
     o.push_str(&text[from..]);
     o.push('"');
+}
+
+/// Nothing in `bytes` that JSON escapes: tested 32 bytes at a time without branching
+/// on each (most texts have nothing to escape).
+fn plain(bytes: &[u8]) -> bool {
+    bytes.chunks(32).all(|chunk| !chunk.iter().fold(false, |bad, &b| bad | (b < 0x20) | (b == b'"') | (b == b'\\')))
 }
 
 fn opt_string(o: &mut String, text: Option<&[u8]>) -> Out {

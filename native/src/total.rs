@@ -17,7 +17,7 @@ use crate::aggregate::{Interner, NumStats};
 use crate::class::{Class, Runs};
 use crate::range::{Bad, RangeDigest, Run};
 use crate::time::Ts;
-use crate::values::Values;
+use crate::values::{Bits, Values};
 
 type HashMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 
@@ -604,14 +604,118 @@ impl Total {
         (reported.into_iter().map(|e| e.2).collect(), unreported.into_iter().map(|e| e.1).collect())
     }
 
-    /// Every class and `other` merged into one (the digest's global figures).
+    /// The digest's global figures: the count, first and last seen, metrics, decimal
+    /// marks and booleans of every class and `other` merged (what the reports read of
+    /// them; the rest is left empty). Frozen classes are decoded that far only, and each
+    /// metric is summed without merging 200,000 classes into one growing sketch: equal
+    /// single values are counted together, the rest merged pairwise (`Pairs`). Merging
+    /// metrics is exact and in any order the same (sums, min, max, bucket counts).
     pub fn totals(&self) -> Class {
         let mut all = Class::default();
+        let mut metrics: Vec<MetricTotal> = Vec::new();
+        let mut add = |count: u64, ts: [Option<Ts>; 2], nums: Vec<NumStats>, decimal: &Bits, flags: &[(u64, u64)]| {
+            all.count += count;
+            for t in ts.into_iter().flatten() {
+                all.see_ts(t);
+            }
+            if metrics.len() < nums.len() {
+                metrics.resize_with(nums.len(), MetricTotal::default);
+            }
+            for (m, s) in metrics.iter_mut().zip(nums) {
+                m.add(s);
+            }
+            all.decimal.union(decimal);
+            if all.flags.len() < flags.len() {
+                all.flags.resize(flags.len(), (0, 0));
+            }
+            for (a, f) in all.flags.iter_mut().zip(flags) {
+                a.0 += f.0;
+                a.1 += f.1;
+            }
+        };
         for (_, slot) in &self.classes {
-            all.merge(&slot.get());
+            match slot {
+                Slot::Live(c) => add(c.count, [c.ts_min, c.ts_max], c.nums.clone(), &c.decimal, &c.flags),
+                Slot::Frozen(bytes) => {
+                    let (h, _) = postcard::take_from_bytes::<TotalsHead>(bytes).expect("a frozen class decodes");
+                    add(h.count, [h.ts_min, h.ts_max], h.nums, &h.decimal, &h.flags);
+                }
+            }
         }
         if let Some(o) = &self.other {
-            all.merge(o);
+            add(o.count, [o.ts_min, o.ts_max], o.nums.clone(), &o.decimal, &o.flags);
+        }
+        all.nums = metrics.into_iter().map(MetricTotal::sum).collect();
+        all
+    }
+}
+
+/// The fields of a frozen `Class` up to its booleans: what `Total::totals` reads.
+#[derive(serde::Deserialize)]
+struct TotalsHead {
+    _kind: u8,
+    count: u64,
+    ts_min: Option<Ts>,
+    ts_max: Option<Ts>,
+    nums: Vec<NumStats>,
+    decimal: Bits,
+    flags: Vec<(u64, u64)>,
+}
+
+/// One metric of `Total::totals` being summed: classes whose values are all one value
+/// counted by value, the others merged pairwise (`Pairs`).
+#[derive(Default)]
+struct MetricTotal {
+    same: HashMap<i64, u64>,
+    varied: Pairs,
+}
+
+impl MetricTotal {
+    fn add(&mut self, s: NumStats) {
+        match s {
+            NumStats::Empty => {}
+            NumStats::Same { count, value } => *self.same.entry(value).or_default() += count,
+            NumStats::Varied(_) => self.varied.push(s),
+        }
+    }
+
+    fn sum(self) -> NumStats {
+        let mut same: Vec<(i64, u64)> = self.same.into_iter().collect();
+        same.sort_unstable();
+        let mut pairs = self.varied;
+        for (value, count) in same {
+            pairs.push(NumStats::Same { count, value });
+        }
+        pairs.sum()
+    }
+}
+
+/// Statistics merged as a binary counter: each merge joins two of about the same size,
+/// so no sketch is copied once per class (`NumStats::merge` copies the one it adds to).
+#[derive(Default)]
+struct Pairs(Vec<Option<NumStats>>);
+
+impl Pairs {
+    fn push(&mut self, mut s: NumStats) {
+        for level in &mut self.0 {
+            match level.take() {
+                None => {
+                    *level = Some(s);
+                    return;
+                }
+                Some(mut other) => {
+                    other.merge(&s);
+                    s = other;
+                }
+            }
+        }
+        self.0.push(Some(s));
+    }
+
+    fn sum(self) -> NumStats {
+        let mut all = NumStats::Empty;
+        for s in self.0.into_iter().flatten() {
+            all.merge(&s);
         }
         all
     }
