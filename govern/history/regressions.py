@@ -445,8 +445,10 @@ def find_regressions(
     read = StateReader(store)
     found: list[Regression] = []
     not_judged: dict[str, str] = {}
-    befores = span_figures(store, read, hosts, baseline_since, window_since)
     afters = span_figures(store, read, hosts, window_since, until)
+    befores = span_figures(
+        store, read, hosts, baseline_since, window_since, exact=_asked(afters, rules)
+    )
     sides = [(host, befores[host], afters[host]) for host in hosts]
     spans = {host: _spans(hours[host], baseline_since, window_since, until) for host in hosts}
     for host, (before_span, after_span) in spans.items():
@@ -559,6 +561,32 @@ def prepare(read: StateReader, spans: list[tuple[Figures, Figures]], rules: Rule
     planned = [cls for cls, _ in counted if cls.any_explained != 0]
     find_worst(planned)
     read.prefetch(cls.worst for cls in planned if cls.worst and cls.explained != 0)
+
+
+def _asked(afters: dict[str, Figures], rules: Rules) -> dict[str, set[str]]:
+    """Per host, the classes whose baseline's largest event, flags and percentile buckets
+    :func:`judge` and :func:`prepare` will ask (figures.py reads the others' on first use):
+    those past the count floor in the host's window, or in the fleet's, whose largest event
+    reaches ``min_time`` or whose rows may hold a plan."""
+    floor = rules.min_time * 1_000_000
+    fleet: dict[str, list[int]] = {}
+    mine: dict[str, set[str]] = {}
+    for host, window in afters.items():
+        asked = mine[host] = set()
+        for cls in window.classes:
+            wanted = cls.qt_max >= floor or cls.any_explained != 0
+            if wanted and cls.count >= rules.min_count:
+                asked.add(cls.id)
+            slot = fleet.get(cls.id)
+            if slot is None:
+                fleet[cls.id] = [cls.count, int(wanted)]
+            else:
+                slot[0] += cls.count
+                slot[1] |= int(wanted)
+    everywhere = {
+        name for name, (count, wanted) in fleet.items() if wanted and count >= rules.min_count
+    }
+    return {host: asked | everywhere for host, asked in mine.items()}
 
 
 def _may_rise(was: Judged, now: Judged, rules: Rules) -> bool:
