@@ -285,9 +285,17 @@ def judge(
                 rose(old, new, rules.factor, rules.min_time)
                 for old, new in zip(bounds(was_class)[0], high, strict=True)
             )
-        now = side(cls, window_hours, plan=False, percentiles=rule)
-        was = side(was_class, baseline_hours, plan=False, percentiles=rule)
-        kinds, reasons = _slower(was, now, rules, window_hours)
+        if rule:
+            now = side(cls, window_hours, plan=False)
+            was = side(was_class, baseline_hours, plan=False)
+            kinds, reasons = _slower(was, now, rules, window_hours)
+        else:  # total time alone (most classes: no Side built)
+            kinds, reasons = _total(
+                was_class.total_time / baseline_hours if baseline_hours > 0 else 0.0,
+                cls.total_time / window_hours if window_hours > 0 else 0.0,
+                rules,
+                window_hours,
+            )
         # the baseline's plan matters only when the window's has one
         now_plan = plan_of(cls)
         was_plan = plan_of(was_class) if now_plan or kinds else None
@@ -324,11 +332,18 @@ def _slower(was: Side, now: Side, rules: Rules, window_hours: float) -> tuple[li
                 assert old is not None and new is not None
                 kinds.append(kind)
                 reasons.append(f"{kind} {_times(old, new)}")
-    added = (now.per_hour - was.per_hour) * window_hours
-    if rose(was.per_hour, now.per_hour, rules.factor, 0.0) and added >= rules.min_total:
-        kinds.append("total_time")
-        reasons.append(f"total time per hour {_times(was.per_hour, now.per_hour)}")
-    return kinds, reasons
+    more, why = _total(was.per_hour, now.per_hour, rules, window_hours)
+    return kinds + more, reasons + why
+
+
+def _total(
+    was: float, now: float, rules: Rules, window_hours: float
+) -> tuple[list[str], list[str]]:
+    """The total-time rule on the time per hour of data of both sides."""
+    added = (now - was) * window_hours
+    if rose(was, now, rules.factor, 0.0) and added >= rules.min_total:
+        return ["total_time"], [f"total time per hour {_times(was, now)}"]
+    return [], []
 
 
 def rose(old: float | None, new: float | None, factor: float, min_delta: float) -> bool:
