@@ -675,8 +675,8 @@ def span_figures(
                 cls._qt_max = -1 if qt_max is None else int(qt_max)
                 cls._any = -1 if explained is None else int(explained)
                 lost = int(unknown or 0)
-                cls._raw = (*keys, lost)  # type: ignore[assignment]
-                cls._keys = None if lost or None in keys else tuple(keys)  # type: ignore[assignment]
+                cls._raw = (*keys, lost)
+                cls._keys = None if lost or None in keys else tuple(keys)
             else:
                 known = (
                     None

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from govern import units
 from govern.digest.report import SampleQuery
+from govern.history.bounds import value_range
 from govern.history.figures import (
     Figures,
     Pair,
@@ -580,28 +581,41 @@ def prepare(read: StateReader, spans: list[tuple[Figures, Figures]], rules: Rule
 
 def _asked(afters: dict[str, Figures], rules: Rules) -> dict[str, set[str]]:
     """Per host, the classes whose baseline's largest event, flags and percentile buckets
-    :func:`judge` and :func:`prepare` will ask (figures.py reads the others' on first use):
-    those past the count floor in the host's window, or in the fleet's, whose largest event
-    reaches ``min_time`` or whose rows may hold a plan."""
-    floor = rules.min_time * 1_000_000
+    :func:`judge` and :func:`prepare` will likely ask (figures.py reads the others' on
+    first use, one query each): those past the count floor in the host's window, or in the
+    fleet's, whose rows may hold a plan or whose p95 or p99 may reach ``min_time`` (by the
+    rows' buckets, bounds.py)."""
+    floor = rules.min_time * 1_000_000 - 1  # (a margin: a miss costs time, not a finding)
     fleet: dict[str, list[int]] = {}
     mine: dict[str, set[str]] = {}
     for host, window in afters.items():
         asked = mine[host] = set()
         for cls in window.classes:
-            wanted = cls.qt_max >= floor or cls.any_explained != 0
-            if wanted and cls.count >= rules.min_count:
+            keys = cls.keys
+            top = -1 if keys is None else max(keys[1], keys[3])  # -1: unknown
+            planned = int(cls.any_explained != 0)
+            if cls.count >= rules.min_count and (planned or _reaches(cls.qt_max, top, floor)):
                 asked.add(cls.id)
             slot = fleet.get(cls.id)
             if slot is None:
-                fleet[cls.id] = [cls.count, int(wanted)]
+                fleet[cls.id] = [cls.count, cls.qt_max, top, planned]
             else:
                 slot[0] += cls.count
-                slot[1] |= int(wanted)
+                slot[1] = max(slot[1], cls.qt_max)
+                slot[2] = -1 if top < 0 or slot[2] < 0 else max(slot[2], top)
+                slot[3] |= planned
     everywhere = {
-        name for name, (count, wanted) in fleet.items() if wanted and count >= rules.min_count
+        name
+        for name, (count, qt_max, top, planned) in fleet.items()
+        if count >= rules.min_count and (planned or _reaches(qt_max, top, floor))
     }
     return {host: asked | everywhere for host, asked in mine.items()}
+
+
+def _reaches(qt_max: int, top: int, floor: float) -> bool:
+    """A class's p95 or p99 may reach ``floor`` µs: its largest event does, and its highest
+    percentile bucket (-1: unknown) too."""
+    return qt_max >= floor and (top < 0 or value_range(top, top, qt_max)[1] >= floor)
 
 
 def _may_rise(was: Judged, now: Judged, rules: Rules) -> bool:
