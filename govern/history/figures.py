@@ -28,8 +28,11 @@ whose rows lack a sketch for some events (sums-only sources) is read the slow, e
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+import functools
+import queue
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from govern import sketch
 from govern.digest.report import SampleQuery
@@ -494,16 +497,25 @@ class Source:
         """Fold the rows of the partial hours into the largest event, flags and buckets of
         ``classes`` (a query per batch, over the covering index)."""
         todo = [cls for cls in classes if cls._partial]
-        for index in range(0, len(todo), BATCH):
-            chunk = {cls.id: cls for cls in todo[index : index + BATCH]}
-            for row in _sums(self.store, self.host, (), [], self.partial, list(chunk)):
-                class_id, _, _, qt_max, explained, *keys, unknown = row
-                chunk[str(class_id)]._fold(qt_max, explained, keys, unknown)
+        self.fold(todo, self.partial_rows(self.store, [cls.id for cls in todo]))
+
+    def partial_rows(self, store: SqlStore, ids: list[str]) -> list[tuple[Any, ...]]:
+        """The sums of the partial hours for ``ids`` (on ``store``: any connection)."""
+        rows: list[tuple[Any, ...]] = []
+        for index in range(0, len(ids), BATCH):
+            rows += _sums(store, self.host, (), [], self.partial, ids[index : index + BATCH])
             self.queries += 1
-            for cls in chunk.values():
-                cls._partial = False
-                if cls._any < 0:  # no row of its own (not expected): may hold a plan
-                    cls._any = 2
+        return rows
+
+    def fold(self, classes: list[ClassFigures], rows: list[tuple[Any, ...]]) -> None:
+        """Fold :meth:`partial_rows` into ``classes``: their figures are complete."""
+        by_id = {cls.id: cls for cls in classes}
+        for class_id, _, _, qt_max, explained, *keys, unknown in rows:
+            by_id[str(class_id)]._fold(qt_max, explained, keys, unknown)
+        for cls in classes:
+            cls._partial = False
+            if cls._any < 0:  # no row of its own (not expected): may hold a plan
+                cls._any = 2
 
     def load(self, classes: Iterable[ClassFigures]) -> None:
         """Read the rows of ``classes`` not read yet (a query per part and batch)."""
@@ -656,16 +668,28 @@ def span_figures(
             if str(host) in fresh:
                 fresh[str(host)].add(_text(day))
     cut = _cut_days(store, hosts, since, until) if exact is not None else {}
-    found: dict[str, Figures] = {}
+    plans: list[tuple[str, Source, _Plan]] = []
     for host in hosts:
         whole = sorted(fresh[host])
-        ranges = list(_hour_ranges(since, until, days, set(whole)))
-        source = Source(store, host, whole, ranges)
-        plan = _subtract(ranges, cut.get(host, set()))
+        source = Source(store, host, whole, list(_hour_ranges(since, until, days, set(whole))))
+        plan = _subtract(source.ranges, cut.get(host, set()))
         source.partial = plan.partial
+        plans.append((host, source, plan))
+    sums = parallel(
+        store,
+        [
+            functools.partial(
+                _sums, host=host, days=source.days, ranges=plan.ranges, cut=plan.days,
+                minus=plan.minus,
+            )
+            for host, source, plan in plans
+        ],
+    )  # fmt: skip
+    found: dict[str, Figures] = {}
+    refined: list[tuple[Source, list[ClassFigures]]] = []
+    for (host, source, plan), rows in zip(plans, sums, strict=True):
         figures = Figures({})
-        for row in _sums(store, host, whole, plan.ranges, cut=plan.days, minus=plan.minus):
-            class_id, count, micro, qt_max, explained, *keys, unknown = row
+        for class_id, count, micro, qt_max, explained, *keys, unknown in rows:
             if qt_max is None and not count:
                 continue  # only in the hours taken off its day: not in the span
             name = str(class_id)
@@ -685,12 +709,48 @@ def span_figures(
                 )
                 cls.add(int(count), int(micro), _int(qt_max), _int(explained, 2), known)
             figures.by_id[name] = cls
+        found[host] = figures
         if plan.partial:
             # apart: with the class IDs in the same query, MariaDB took twice as long
             asked = (exact or {}).get(host, set())
-            source.refine(cls for name, cls in figures.by_id.items() if name in asked)
-        found[host] = figures
+            refined.append((source, [cls for name, cls in figures.by_id.items() if name in asked]))
+    partial = parallel(
+        store,
+        [
+            functools.partial(source.partial_rows, ids=[cls.id for cls in classes])
+            for source, classes in refined
+        ],
+    )
+    for (source, classes), rows in zip(refined, partial, strict=True):
+        source.fold(classes, rows)
     return found
+
+
+T = TypeVar("T")
+
+
+def parallel(store: SqlStore, jobs: list[Callable[..., T]]) -> list[T]:
+    """``job(store=…)`` of each job, on two connections at once where the store can open a
+    second (MySQL): the server sums one host while the client parses another's rows."""
+    twin = store.twin() if len(jobs) > 1 else None
+    if twin is None:
+        return [job(store=store) for job in jobs]
+    free: queue.SimpleQueue[SqlStore] = queue.SimpleQueue()
+    free.put(store)
+    free.put(twin)
+
+    def run(job: Callable[..., T]) -> T:
+        mine = free.get()
+        try:
+            return job(store=mine)
+        finally:
+            free.put(mine)
+
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            return list(pool.map(run, jobs))
+    finally:
+        twin.close()
 
 
 def _int(value: Any, default: int = -1) -> int:
@@ -812,10 +872,10 @@ def _sums(
     host: str,
     days: Sequence[str],
     ranges: list[tuple[str, str]],
-    partial: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    partial: Sequence[tuple[str, str]] = (),
     ids: Sequence[str] = (),
     cut: Sequence[str] = (),
-    minus: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    minus: Sequence[tuple[str, str]] = (),
 ) -> list[tuple[Any, ...]]:
     """(class ID, count, total µs, largest qt_max, largest explained flag (2: a row lacks
     it), lowest and highest p95 bucket, same of p99, rows without buckets) of ``host`` over

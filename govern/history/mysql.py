@@ -129,6 +129,17 @@ class MysqlStore(SqlStore):
             raise
         return store
 
+    def twin(self) -> MysqlStore:
+        """Another connection to the store (govern regressions sums two hosts at once)."""
+        conn = connect(self.target.settings, command="history")
+        store = MysqlStore(self.target, conn)
+        try:
+            store._session()
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
     def _session(self) -> None:
         if not self.target.log_bin:
             try:
