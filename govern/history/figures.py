@@ -746,11 +746,8 @@ def parallel(store: SqlStore, jobs: list[Callable[..., T]]) -> list[T]:
         finally:
             free.put(mine)
 
-    try:
-        with ThreadPoolExecutor(2) as pool:
-            return list(pool.map(run, jobs))
-    finally:
-        twin.close()
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(run, jobs))
 
 
 def _int(value: Any, default: int = -1) -> int:

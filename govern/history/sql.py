@@ -558,8 +558,8 @@ class SqlStore:
         return self._execute(self.q(sql), args)
 
     def twin(self) -> SqlStore | None:
-        """Another connection to the same store, for reads in parallel (None: not worth
-        it, or not possible)."""
+        """Another connection to the same store, for reads in parallel, closed with it
+        (None: not worth it, or not possible)."""
         return None
 
     # --- writing ---------------------------------------------------------------------
