@@ -11,12 +11,14 @@ fingerprint is (:class:`ClassFigures`). A host's whole fresh days come from its 
 the rest from its hourly rows, as ``report()`` reads them; the fleet is the sum of its hosts.
 
 The work follows what can be a finding, not the store (:func:`span_figures`): the additive
-figures (count, total, largest Query_time and where it is) are summed by the server, one
-``GROUP BY host, class_id`` query for every host whose days read alike; a class's rows
-(their sketch blobs) are read only when its percentiles are asked, in batches
-(:meth:`Source.load`). The same query takes the ``MIN``/``MAX`` of the rows' own p95/p99
-buckets (bounds.py), which bound the class's percentiles without a sketch, and the worst
-row's ``explained`` flag, so an unexplained class's state is never read for a plan.
+figures (count, total, largest Query_time) are summed by the server, a ``GROUP BY
+class_id`` query per host, two hosts at once (:func:`parallel`); most of a fresh day cut by
+the span is its roll-up minus its other hours, its own rows read only for the classes that
+need them (:func:`refine`); a class's rows (their sketch blobs) are read only when its
+percentiles are asked, in batches (:meth:`Source.load`). The same query takes the
+``MIN``/``MAX`` of the rows' own p95/p99 buckets (bounds.py), which bound the class's
+percentiles without a sketch, and the rows' ``explained`` flags, so an unexplained class's
+state is never read for a plan.
 
 The figures are those of the merged report, exactly: percentiles from the same merged sketch
 clamped to the same exact [min, max] (the max is a column; the min is read from the states
