@@ -109,6 +109,7 @@ class MysqlStore(SqlStore):
         self.target = target
         self.url = target.url
         self.conn = conn
+        self._twin: MysqlStore | None = None
 
     @classmethod
     def open(
@@ -128,6 +129,20 @@ class MysqlStore(SqlStore):
             conn.close()
             raise
         return store
+
+    def twin(self) -> MysqlStore:
+        """Another connection to the store (govern regressions sums two hosts at once),
+        opened once, closed with the store."""
+        if self._twin is None:
+            conn = connect(self.target.settings, command="history")
+            store = MysqlStore(self.target, conn)
+            try:
+                store._session()
+            except BaseException:
+                conn.close()
+                raise
+            self._twin = store
+        return self._twin
 
     def _session(self) -> None:
         if not self.target.log_bin:
@@ -249,5 +264,8 @@ class MysqlStore(SqlStore):
         )
 
     def close(self) -> None:
+        if self._twin is not None:
+            self._twin.close()
+            self._twin = None
         with contextlib.suppress(pymysql.err.Error):
             self.conn.close()

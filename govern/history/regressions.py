@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from govern import units
 from govern.digest.report import SampleQuery
+from govern.history.bounds import value_range
 from govern.history.figures import (
     Figures,
     Pair,
@@ -248,14 +249,14 @@ def plan_of(cls: Judged) -> list[dict[str, Any]] | None:
     ]
 
 
-def side(cls: Judged, hours: float, *, plan: bool = True, percentiles: bool = True) -> Side:
+def side(cls: Judged, hours: float, *, plan: bool = True) -> Side:
     stat = cls.query_time
     return Side(
         count=cls.count,
         total=cls.total_time,
         per_hour=cls.total_time / hours if hours > 0 else 0.0,
-        p95=stat.p95 if percentiles else None,
-        p99=stat.p99 if percentiles else None,
+        p95=stat.p95,
+        p99=stat.p99,
         plan=plan_of(cls) if plan else None,
     )
 
@@ -296,9 +297,17 @@ def judge(
         # percentiles (which may need states) only when their bounds allow a rise
         peak = cls.query_time.max
         rule = (peak is None or peak >= rules.min_time) and _may_rise(was_class, cls, rules)
-        now = side(cls, window_hours, plan=False, percentiles=rule)
-        was = side(was_class, baseline_hours, plan=False, percentiles=rule)
-        kinds, reasons = _slower(was, now, rules, window_hours)
+        if rule:
+            now = side(cls, window_hours, plan=False)
+            was = side(was_class, baseline_hours, plan=False)
+            kinds, reasons = _slower(was, now, rules, window_hours)
+        else:  # total time alone (most classes: no Side built)
+            kinds, reasons = _total(
+                was_class.total_time / baseline_hours if baseline_hours > 0 else 0.0,
+                cls.total_time / window_hours if window_hours > 0 else 0.0,
+                rules,
+                window_hours,
+            )
         # the baseline's plan matters only when the window's has one
         now_plan = plan_of(cls)
         was_plan = plan_of(was_class) if now_plan or kinds else None
@@ -337,11 +346,18 @@ def _slower(was: Side, now: Side, rules: Rules, window_hours: float) -> tuple[li
             assert old is not None and new is not None
             kinds.append(kind)
             reasons.append(f"{kind} {_times(old, new)}")
-    added = (now.per_hour - was.per_hour) * window_hours
-    if rose(was.per_hour, now.per_hour, rules.factor, 0.0) and added >= rules.min_total:
-        kinds.append("total_time")
-        reasons.append(f"total time per hour {_times(was.per_hour, now.per_hour)}")
-    return kinds, reasons
+    more, why = _total(was.per_hour, now.per_hour, rules, window_hours)
+    return kinds + more, reasons + why
+
+
+def _total(
+    was: float, now: float, rules: Rules, window_hours: float
+) -> tuple[list[str], list[str]]:
+    """The total-time rule on the time per hour of data of both sides."""
+    added = (now - was) * window_hours
+    if rose(was, now, rules.factor, 0.0) and added >= rules.min_total:
+        return ["total_time"], [f"total time per hour {_times(was, now)}"]
+    return [], []
 
 
 def rose(old: float | None, new: float | None, factor: float, min_delta: float) -> bool:
@@ -458,8 +474,10 @@ def find_regressions(
     read = StateReader(store)
     found: list[Regression] = []
     not_judged: dict[str, str] = {}
-    befores = span_figures(store, read, hosts, baseline_since, window_since)
     afters = span_figures(store, read, hosts, window_since, until)
+    befores = span_figures(
+        store, read, hosts, baseline_since, window_since, exact=_asked(afters, rules)
+    )
     sides = [(host, befores[host], afters[host]) for host in hosts]
     spans = {host: _spans(hours[host], baseline_since, window_since, until) for host in hosts}
     for host, (before_span, after_span) in spans.items():
@@ -568,6 +586,45 @@ def prepare(read: StateReader, spans: list[tuple[Figures, Figures]], rules: Rule
     planned = [cls for cls, _ in counted if cls.any_explained != 0]
     find_worst(planned)
     read.prefetch(cls.worst for cls in planned if cls.worst and cls.explained != 0)
+
+
+def _asked(afters: dict[str, Figures], rules: Rules) -> dict[str, set[str]]:
+    """Per host, the classes whose baseline's largest event, flags and percentile buckets
+    :func:`judge` and :func:`prepare` will likely ask (figures.py reads the others' on
+    first use, one query each): those past the count floor in the host's window, or in the
+    fleet's, whose rows may hold a plan or whose p95 or p99 may reach ``min_time`` (by the
+    rows' buckets, bounds.py)."""
+    floor = rules.min_time * 1_000_000 - 1  # (a margin: a miss costs time, not a finding)
+    fleet: dict[str, list[int]] = {}
+    mine: dict[str, set[str]] = {}
+    for host, window in afters.items():
+        asked = mine[host] = set()
+        for cls in window.classes:
+            keys = cls.keys
+            top = -1 if keys is None else max(keys[1], keys[3])  # -1: unknown
+            planned = int(cls.any_explained != 0)
+            if cls.count >= rules.min_count and (planned or _reaches(cls.qt_max, top, floor)):
+                asked.add(cls.id)
+            slot = fleet.get(cls.id)
+            if slot is None:
+                fleet[cls.id] = [cls.count, cls.qt_max, top, planned]
+            else:
+                slot[0] += cls.count
+                slot[1] = max(slot[1], cls.qt_max)
+                slot[2] = -1 if top < 0 or slot[2] < 0 else max(slot[2], top)
+                slot[3] |= planned
+    everywhere = {
+        name
+        for name, (count, qt_max, top, planned) in fleet.items()
+        if count >= rules.min_count and (planned or _reaches(qt_max, top, floor))
+    }
+    return {host: asked | everywhere for host, asked in mine.items()}
+
+
+def _reaches(qt_max: int, top: int, floor: float) -> bool:
+    """A class's p95 or p99 may reach ``floor`` µs: its largest event does, and its highest
+    percentile bucket (-1: unknown) too."""
+    return qt_max >= floor and (top < 0 or value_range(top, top, qt_max)[1] >= floor)
 
 
 def _may_rise(was: Judged, now: Judged, rules: Rules) -> bool:

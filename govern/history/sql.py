@@ -585,6 +585,11 @@ class SqlStore:
     def run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._execute(self.q(sql), args)
 
+    def twin(self) -> SqlStore | None:
+        """Another connection to the same store, for reads in parallel, closed with it
+        (None: not worth it, or not possible)."""
+        return None
+
     # --- writing ---------------------------------------------------------------------
     def write(self, host: str, start: str, document: dict[str, Any]) -> str:
         try:

@@ -130,23 +130,56 @@ def check(store: SqlStore, since: datetime, until: datetime) -> None:
             ), cls.fingerprint
 
 
+def check_cut_days(store: SqlStore, since: datetime, until: datetime) -> None:
+    """A day the span cuts, summed as its roll-up minus its other hours (``exact``): the
+    same figures, whether its hours' rows are read up front (every class asked) or on
+    first use (none asked), host by host and for the fleet."""
+    hosts = ["db1", "db2"]
+    read = StateReader(store)
+    plain = span_figures(store, read, hosts, since, until)
+    every = {host: set(plain[host].by_id) for host in hosts}
+    for exact in ({}, every):
+        cut = span_figures(store, StateReader(store), hosts, since, until, exact=exact)
+        pairs = [(plain[host], cut[host]) for host in hosts]
+        pairs.append((Figures.summed(plain.values(), read), Figures.summed(cut.values(), read)))
+        for want, got in pairs:
+            assert sorted(want.by_id) == sorted(got.by_id)
+            for cls in want.classes:
+                mine = got.by_id[cls.id]
+                low, high = mine.percentile_bounds()  # (from the buckets: nothing read yet)
+                for lowest, value, highest in zip(low, cls.percentiles(), high, strict=True):
+                    assert value is None or lowest <= value <= highest, cls.id  # type: ignore[operator]
+                assert (mine.count, mine.micro, mine.qt_max, mine.keys, mine.any_explained) == (
+                    cls.count,
+                    cls.micro,
+                    cls.qt_max,
+                    cls.keys,
+                    cls.any_explained,
+                ), cls.id
+                assert (mine.worst, mine.percentiles()) == (cls.worst, cls.percentiles())
+
+
 def test_figures_are_the_merged_reports(store: SqlStore) -> None:
     fill(store)
     windows = [
         (UNTIL - timedelta(days=4), UNTIL),
         (UNTIL - timedelta(hours=30), UNTIL - timedelta(hours=3)),
+        # cut days: 18 hours of the first day; 17 hours inside one day
+        (UNTIL - timedelta(hours=75), UNTIL - timedelta(hours=58)),
     ]
     for since, until in windows:  # hourly buckets only
         check(store, since, until)
     store.roll_up(now=UNTIL)  # whole days from their roll-ups
     for since, until in windows:
         check(store, since, until)
+        check_cut_days(store, since, until)
     # a bucket written late makes db1's day stale (read from its hours), db2's stays fresh
     late = UNTIL - timedelta(hours=50)
     document = full_document(digest_bytes(hour_log(late, 3), DigestOptions(host="db1")))
     store.write("db1", f"{late:%Y-%m-%d %H:%M:%S}", json.loads(json.dumps(document, default=list)))
     for since, until in windows:
         check(store, since, until)
+        check_cut_days(store, since, until)
     store.roll_up(now=UNTIL)
     store.retain(now=UNTIL, hourly_days=2)  # older days' buckets dropped
     for since, until in windows:
