@@ -17,11 +17,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from govern.digest.checks import input_warnings, order_warning
 from govern.digest.document import build_document, limit_classes
-from govern.digest.load import load_report
-from govern.digest.merge import merge_reports
 from govern.digest.options import DigestOptions, PtTablesOptions
 from govern.digest.ordering import parse_order_by
-from govern.digest.report import Report
 from govern.digest.result import Digest
 from govern.digest.runner import digest_paths
 from govern.errors import UsageError
@@ -30,6 +27,7 @@ from govern.progress import progress
 
 if TYPE_CHECKING:
     from govern.digest.pt_tables import PtTables
+    from govern.digest.report import Report
     from govern.html.markup import Markup
     from govern.reports.compare import Comparison
     from govern.rules.digest import DigestRuleOptions
@@ -115,6 +113,9 @@ def _merge(
     stream: IO[str] | None,
     writer: PtTables | None,
 ) -> int:
+    from govern.digest.load import load_report
+    from govern.digest.merge import merge_reports
+
     saved = [load_report(path) for path in paths]
     for one in saved:
         if one.omitted_classes:
@@ -250,6 +251,8 @@ def render_digest(
     if report.output_format == "json":
         print_json(limit_classes(document, report.top), out)
         return exit_code
+    from govern.digest.report import Report  # the report model: text, md and html only
+
     names = ", ".join(source.name for source in digest.sources)
     model = Report.of_document(document, names)
     top = report.top if report.top is not None else DEFAULT_TOP
@@ -291,6 +294,7 @@ def compare_saved(
 ) -> Comparison:
     """``govern digest compare``: two saved digests (govern's or pt-query-digest's) compared
     class by class, the comparison written in ``output_format`` to ``output``."""
+    from govern.digest.load import load_report
     from govern.html.page import write_page
     from govern.reports.compare import compare_digests
 
