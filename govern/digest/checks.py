@@ -3,6 +3,7 @@ malformed events, an ``--order-by`` attribute no event has. Each is one line for
 
 from __future__ import annotations
 
+from govern import units
 from govern.digest.ordering import parse_order_by
 from govern.digest.result import Digest
 
@@ -26,6 +27,20 @@ def input_warnings(digest: Digest) -> list[str]:
         lines.append("no event has a Query_time header: is this a slow log?")
     order = order_warning(digest)
     return [*lines, order] if order else lines
+
+
+def summary_line(digest: Digest, seconds: float) -> str:
+    """What a digest did, in one line (said on stderr when no bar showed it: piped, cron):
+    ``digested slow.log, 1.00 GiB: 4,213,000 events, 405 classes in 1.4 s``."""
+    sources = digest.sources
+    what = sources[0].name if len(sources) == 1 else units.plural(len(sources), "input")
+    if sources and not any(source.stream for source in sources):
+        what += f", {units.size(sum(source.bytes for source in sources))}"
+    partial = digest.partial
+    return (
+        f"digested {what}: {units.plural(partial.events, 'event')}, "
+        f"{units.plural(partial.class_count(), 'class', 'classes')} in {seconds:.1f} s"
+    )
 
 
 def order_warning(digest: Digest) -> str | None:

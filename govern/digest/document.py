@@ -158,6 +158,8 @@ class ClassView(Mapping[str, Any]):
             pass
         if name == "metrics":
             value: Any = _MetricsView(self._class.agg.metrics)
+        elif name == "state":
+            value = _StateView(self._class.agg)
         elif name == "findings" and self._findings is not None:
             value = self._findings(self._class.id)
         else:
@@ -201,28 +203,66 @@ class _MetricsView(Mapping[str, Any]):
         return len(self._names)
 
 
+#: The parts of a class's ``state``, in the document's order.
+_STATE_PARTS: dict[str, Callable[[ClassAgg], Any]] = {
+    "metrics": lambda agg: {
+        name: {
+            "count": m.count,
+            "sum": m.total,
+            "min": m.low,
+            "max": m.high,
+            "decimal": m.decimal,
+            "buckets": sketch.to_pairs(m.buckets),
+        }
+        for name, m in sorted(agg.metrics.items())
+    },
+    "runs": lambda agg: (
+        _runs_state(agg.runs)
+        | {"leads": {lead: list(agg.runs.leads[lead]) for lead in sorted(agg.runs.leads)}}
+    ),
+    "single_runs": lambda agg: _runs_state(agg.single_runs),
+    "connections": lambda agg: [f"{value:016x}" for value in sorted(agg.connections)],
+    "texts": lambda agg: [f"{value:016x}" for value in sorted(agg.texts)],
+    "fit": lambda agg: [agg.fit.n, agg.fit.sx, agg.fit.sy, agg.fit.sxx, agg.fit.sxy],
+    "sample_query_time": lambda agg: agg.sample.query_time if agg.sample else None,
+}
+
+
 def state_document(agg: ClassAgg) -> dict[str, Any]:
     """The exact, mergeable aggregates (integers; micro-units; sketch buckets)."""
-    return {
-        "metrics": {
-            name: {
-                "count": m.count,
-                "sum": m.total,
-                "min": m.low,
-                "max": m.high,
-                "decimal": m.decimal,
-                "buckets": sketch.to_pairs(m.buckets),
-            }
-            for name, m in sorted(agg.metrics.items())
-        },
-        "runs": _runs_state(agg.runs)
-        | {"leads": {lead: list(agg.runs.leads[lead]) for lead in sorted(agg.runs.leads)}},
-        "single_runs": _runs_state(agg.single_runs),
-        "connections": [f"{value:016x}" for value in sorted(agg.connections)],
-        "texts": [f"{value:016x}" for value in sorted(agg.texts)],
-        "fit": [agg.fit.n, agg.fit.sx, agg.fit.sy, agg.fit.sxx, agg.fit.sxy],
-        "sample_query_time": agg.sample.query_time if agg.sample else None,
-    } | _raw_fingerprint(agg.fingerprint)
+    return {name: build(agg) for name, build in _STATE_PARTS.items()} | _raw_fingerprint(
+        agg.fingerprint
+    )
+
+
+class _StateView(Mapping[str, Any]):
+    """A class document's ``state``, each part built when read: the rules read a metric's
+    buckets or a run's lengths, never the connections' and texts' hashes (the costly part).
+    Equal to :func:`state_document`'s dict."""
+
+    __slots__ = ("_agg", "_names", "_parts")
+
+    def __init__(self, agg: ClassAgg) -> None:
+        self._agg = agg
+        self._parts: dict[str, Any] = _raw_fingerprint(agg.fingerprint)
+        self._names = [*_STATE_PARTS, *self._parts]
+
+    def __getitem__(self, name: str) -> Any:
+        parts = self._parts
+        try:
+            return parts[name]
+        except KeyError:
+            value = parts[name] = _STATE_PARTS[name](self._agg)
+            return value
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 def _runs_state(runs: Runs) -> dict[str, Any]:

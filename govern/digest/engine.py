@@ -37,7 +37,7 @@ from govern.digest.aggregate import (
 from govern.digest.decode import CUT_SHORT, malformed_reason
 from govern.digest.decode import label as _label
 from govern.digest.decode import text as _text
-from govern.digest.filters import Filters
+from govern.digest.options import EngineOptions, host_salt
 from govern.fingerprint import cache_key, fingerprint_many, query_id
 from govern.slowlog import RawEvent, Record, parse_record, read_records
 
@@ -115,26 +115,6 @@ def classify(raw: bytes) -> tuple[int, int]:
     if raw == b"No":
         return NO, 0
     return TEXT, 0
-
-
-@dataclass(frozen=True)
-class EngineOptions:
-    """What the engine needs to know beyond the bytes. Picklable (sent to workers)."""
-
-    max_classes: int = 10_000
-    since: str | None = None  # "YYYY-MM-DD HH:MM:SS", inclusive
-    until: str | None = None  # exclusive
-    filters: Filters | None = None
-    server: str | None = None  # --host label of this input
-
-    @property
-    def needs_ts(self) -> bool:
-        """Filters depend on pt's inherited ts: a range must know what came before."""
-        return self.since is not None or self.until is not None
-
-    @property
-    def needs_db(self) -> bool:
-        return self.filters is not None and self.filters.needs_db
 
 
 @dataclass
@@ -638,12 +618,6 @@ class Digester:
 
 
 _DECIMAL_MARK = b"\x00"  # numbers[_DECIMAL_MARK + name]: some value of name had a point
-
-
-def host_salt(host: str | None) -> int:
-    """Added to connection numbers before hashing, so a --host label's connections
-    count apart from another server's with the same Thread_id (both engines)."""
-    return zlib.crc32(host.encode()) << 32 if host else 0
 
 
 def connection_number(thread: bytes) -> int:

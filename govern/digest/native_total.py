@@ -27,7 +27,7 @@ from govern.digest.aggregate import ClassAgg, Fit, Malformed, Metric, Runs, Samp
 from govern.digest.classes import DocumentFrame
 from govern.digest.columns import ClassColumns
 from govern.digest.decode import malformed_reason, text
-from govern.digest.engine import EngineOptions, host_salt
+from govern.digest.options import EngineOptions, host_salt
 from govern.digest.ordering import ClassKey
 from govern.progress import Progress
 

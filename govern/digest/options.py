@@ -2,11 +2,37 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 
-from govern.digest.engine import EngineOptions
 from govern.digest.filters import Filters
 from govern.errors import UsageError
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """What the engine needs to know beyond the bytes. Picklable (sent to workers)."""
+
+    max_classes: int = 10_000
+    since: str | None = None  # "YYYY-MM-DD HH:MM:SS", inclusive
+    until: str | None = None  # exclusive
+    filters: Filters | None = None
+    server: str | None = None  # --host label of this input
+
+    @property
+    def needs_ts(self) -> bool:
+        """Filters depend on pt's inherited ts: a range must know what came before."""
+        return self.since is not None or self.until is not None
+
+    @property
+    def needs_db(self) -> bool:
+        return self.filters is not None and self.filters.needs_db
+
+
+def host_salt(host: str | None) -> int:
+    """Added to connection numbers before hashing, so a --host label's connections
+    count apart from another server's with the same Thread_id (both engines)."""
+    return zlib.crc32(host.encode()) << 32 if host else 0
 
 
 @dataclass

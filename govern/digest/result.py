@@ -9,12 +9,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from govern.digest.aggregate import ClassAgg, Metric
 from govern.digest.classes import ClassSource
 from govern.digest.ordering import ClassKey, parse_order_by
-from govern.digest.report import HostShare
+
+if TYPE_CHECKING:
+    from govern.digest.report import HostShare
 
 
 @dataclass

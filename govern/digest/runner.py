@@ -20,7 +20,6 @@ from govern.digest.inputs import Input, check_text, resolve
 from govern.digest.native_engine import NativeEngine
 from govern.digest.options import DigestOptions
 from govern.digest.ordering import parse_order_by
-from govern.digest.python_engine import PythonEngine
 from govern.digest.result import Digest, Source
 
 
@@ -38,8 +37,13 @@ class Engine(Protocol):
 
 
 def engine() -> Engine:
-    """The native core when it is built (and ``GOVERN_NATIVE`` is not 0), else Python's."""
-    return NativeEngine() if native.available() else PythonEngine()
+    """The native core when it is built (and ``GOVERN_NATIVE`` is not 0), else Python's
+    (imported only then: a native run need not load the Python engine)."""
+    if native.available():
+        return NativeEngine()
+    from govern.digest.python_engine import PythonEngine
+
+    return PythonEngine()
 
 
 def digest_paths(arguments: list[str], options: DigestOptions | None = None) -> Digest:

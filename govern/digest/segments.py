@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from govern.digest.engine import EngineOptions
 from govern.digest.inputs import FileView, Input, check_text, split_points, stream_blocks
-from govern.digest.options import DigestOptions
+from govern.digest.options import DigestOptions, EngineOptions
 from govern.slowlog import SEPARATOR
 
 #: Bytes per segment (the Python engine's files; every stream).

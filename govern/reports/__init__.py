@@ -15,10 +15,12 @@ digest, a merged one and a saved one print the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from govern import units
-from govern.digest.report import Report, ReportClass, Stat
+
+if TYPE_CHECKING:  # the report model loads with the text, md and html formats only
+    from govern.digest.report import Report, ReportClass, Stat
 
 
 def figure(name: str, metric: Stat, key: str) -> str:

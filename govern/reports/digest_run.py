@@ -10,18 +10,17 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from govern.digest.checks import input_warnings, order_warning
+from govern import units
+from govern.digest.checks import input_warnings, order_warning, summary_line
 from govern.digest.document import build_document, limit_classes
-from govern.digest.load import load_report
-from govern.digest.merge import merge_reports
 from govern.digest.options import DigestOptions, PtTablesOptions
 from govern.digest.ordering import parse_order_by
-from govern.digest.report import Report
 from govern.digest.result import Digest
 from govern.digest.runner import digest_paths
 from govern.errors import UsageError
@@ -30,6 +29,7 @@ from govern.progress import progress
 
 if TYPE_CHECKING:
     from govern.digest.pt_tables import PtTables
+    from govern.digest.report import Report
     from govern.html.markup import Markup
     from govern.reports.compare import Comparison
     from govern.rules.digest import DigestRuleOptions
@@ -39,6 +39,8 @@ FORMATS = ("text", "json", "md", "html")
 DEFAULT_TOP = 20
 #: Classes above which the rules' pass shows a bar on a terminal.
 RULES_BAR_ABOVE = 4096
+#: Piped (no bar), a phase after the digest that took this many seconds says so on stderr.
+LONG_PHASE = 1.0
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,8 @@ def digest_logs(
 ) -> int:
     """``govern digest``: digest slow logs (paths, globs, ``-``), run the rules, write the
     report (and pt's review/history tables, ``tables``); warnings about the inputs go to
-    stderr. Returns the exit code: 1 when a finding reaches ``rules.fail_on``, else 0."""
+    stderr, and, piped (no bar showed it), a line saying what was digested. Returns the
+    exit code: 1 when a finding reaches ``rules.fail_on``, else 0."""
     parse_order_by(options.order_by)
     report.check()
     with _opened(tables) as writer:  # a wrong DSN or table fails before any log is read
@@ -81,9 +84,12 @@ def digest_logs(
             # The rules' modules (sqlglot among them) load while the core digests on its
             # own threads, instead of after it.
             threading.Thread(target=_load_rules, name="govern-load-rules", daemon=True).start()
+        started = time.monotonic()
         digest = digest_paths(list(inputs), options)
         for line in input_warnings(digest):
             warn(line)
+        if not is_terminal():
+            info(summary_line(digest, time.monotonic() - started))
         return render_digest(digest, report, rules, stream, writer)
 
 
@@ -115,6 +121,9 @@ def _merge(
     stream: IO[str] | None,
     writer: PtTables | None,
 ) -> int:
+    from govern.digest.load import load_report
+    from govern.digest.merge import merge_reports
+
     saved = [load_report(path) for path in paths]
     for one in saved:
         if one.omitted_classes:
@@ -237,10 +246,17 @@ def render_digest(
     if rules is not None:
         from govern.rules.digest import check_document
 
+        started = time.monotonic()
         with progress("checking rules", None, force=_rules_bar(document)):
             found = check_document(document, rules)
         found.annotate(document)
         exit_code = found.exit_code
+        _said_if_long(
+            started,
+            f"checked {units.plural(len(found.rules_run), 'rule')} over "
+            f"{units.plural(len(document['classes']), 'class', 'classes')}: "
+            f"{units.plural(len(found.findings), 'finding')}",
+        )
     if tables is not None:
         said, skipped = tables.write(document)
         for line in said:
@@ -248,8 +264,13 @@ def render_digest(
         for line in skipped:
             warn(line)
     if report.output_format == "json":
-        print_json(limit_classes(document, report.top), out)
+        started = time.monotonic()
+        shown = limit_classes(document, report.top)
+        print_json(shown, out)
+        _said_if_long(started, f"wrote {units.plural(len(shown['classes']), 'class', 'classes')}")
         return exit_code
+    from govern.digest.report import Report  # the report model: text, md and html only
+
     names = ", ".join(source.name for source in digest.sources)
     model = Report.of_document(document, names)
     top = report.top if report.top is not None else DEFAULT_TOP
@@ -274,6 +295,14 @@ def render_digest(
     return exit_code
 
 
+def _said_if_long(started: float, what: str) -> None:
+    """Piped, a phase that took long says what it did and how long it took (a terminal
+    showed a bar instead)."""
+    seconds = time.monotonic() - started
+    if seconds >= LONG_PHASE and not is_terminal():
+        info(f"{what} in {seconds:.1f} s")
+
+
 def _rules_bar(document: dict[str, Any]) -> bool:
     """A bar while the rules run (no count to show: the time so far), on a terminal, for
     a digest of many classes (a few hundred take well under a second)."""
@@ -291,6 +320,7 @@ def compare_saved(
 ) -> Comparison:
     """``govern digest compare``: two saved digests (govern's or pt-query-digest's) compared
     class by class, the comparison written in ``output_format`` to ``output``."""
+    from govern.digest.load import load_report
     from govern.html.page import write_page
     from govern.reports.compare import compare_digests
 

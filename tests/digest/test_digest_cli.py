@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -17,6 +18,25 @@ import pytest
 from tests.paths import REPO, SLOWLOGS
 
 DATA = SLOWLOGS
+#: What a piped digest says on stderr (no bar showed it): the inputs, events, classes, time.
+DIGESTED = re.compile(
+    r"govern: digested (?P<what>.+?)(?:, (?P<size>[\d.]+ (?:B|KiB|MiB|GiB|TiB)))?: "
+    r"(?P<events>[\d,]+) events?, (?P<classes>[\d,]+) class(?:es)? in \d+\.\d s"
+)
+#: A phase after the digest that took long, piped (govern/reports/digest_run.py).
+LONG_PHASE = re.compile(
+    r"govern: (?:checked \S+ rules? over|wrote) [\d,]+ class(?:es)?.* in \d+\.\d s"
+)
+
+
+def said(stderr: str) -> dict[str, str]:
+    """The piped digest's lines on stderr, checked: the digest's line (its fields returned)
+    and, for slow phases only, a line each; nothing else."""
+    first, *rest = stderr.splitlines()
+    found = DIGESTED.fullmatch(first)
+    assert found, stderr
+    assert all(LONG_PHASE.fullmatch(line) for line in rest), stderr
+    return found.groupdict()
 
 
 def govern(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
@@ -80,7 +100,15 @@ def test_json_document_contract() -> None:
 
 def test_text_and_markdown_reports() -> None:
     text = govern("digest", str(DATA / "mysql57.log"))
-    assert text.returncode == 0 and text.stderr == ""  # no progress bar when piped
+    # piped: no progress bar, one plain line saying what was digested
+    assert text.returncode == 0 and len(text.stderr.splitlines()) == 1
+    size = (DATA / "mysql57.log").stat().st_size
+    assert said(text.stderr) == {
+        "what": str(DATA / "mysql57.log"),
+        "size": f"{size} B",
+        "events": "3",
+        "classes": "2",
+    }
     lines = text.stdout.splitlines()
     assert lines[:2] == ["govern digest", "  3 events, 2 classes, 250.4ms total query time"]
     assert "  update t set n = n ? ? where grp = ?" in lines
@@ -109,7 +137,8 @@ def test_top_and_order_by() -> None:
         absent.stderr
     )
     assert "Query_time" in absent.stderr.split("these have:")[1]
-    assert govern("digest", "--order-by", "Rows_sent:max", str(DATA / "mariadb.log")).stderr == ""
+    plain = govern("digest", "--order-by", "Rows_sent:max", str(DATA / "mariadb.log")).stderr
+    assert said(plain) and len(plain.splitlines()) == 1  # no warning
 
 
 def test_since_until_and_filters() -> None:
@@ -243,7 +272,9 @@ def test_a_fifo_and_process_substitution_are_read_once_as_streams(
         if writer.poll() is None:  # govern never opened the FIFO
             writer.kill()
     assert writer.wait(timeout=10) == 0
-    assert fed.returncode == 0 and fed.stderr == "", fed.stderr  # no "empty file" either
+    assert fed.returncode == 0, fed.stderr  # no "empty file" either, and no size: a stream
+    assert said(fed.stderr) == {"what": str(fifo), "size": None, "events": "3", "classes": "2"}
+    assert len(fed.stderr.splitlines()) == 1
     assert figures(json.loads(fed.stdout)) == figures(expected)
     packed = tmp_path / "slow.log.gz"
     packed.write_bytes(gzip.compress(source.read_bytes()))
@@ -344,7 +375,8 @@ def test_a_log_named_like_a_subcommand_is_digested_by_its_path(tmp_path: Path) -
 
 
 def test_progress_bar_on_a_terminal_only() -> None:
-    """stderr on a terminal: a progress bar; piped: silence (checked in the tests above)."""
+    """stderr on a terminal: a progress bar and no plain line; piped: the plain lines
+    (checked in the tests above)."""
     import os
     import pty
     import select
@@ -368,7 +400,7 @@ def test_progress_bar_on_a_terminal_only() -> None:
         seen += chunk
     os.close(master)
     assert proc.wait(timeout=30) == 0
-    assert b"digesting" in seen
+    assert b"digesting" in seen and b"govern: digested" not in seen
 
 
 def test_document_fields_are_the_documented_ones() -> None:
@@ -440,7 +472,7 @@ def _distinct_log(path: Path, classes: int) -> Path:
 @pytest.mark.skipif(not shutil.which("script"), reason="needs script(1) for a terminal")
 def test_rules_and_json_phases_show_a_bar_on_a_terminal_only(tmp_path: Path) -> None:
     """On a terminal (stderr), the rules' pass and the classes written have a bar each;
-    piped, stderr stays empty; the JSON is the same either way."""
+    piped, stderr has plain lines instead; the JSON is the same either way."""
     log = _distinct_log(tmp_path / "slow.log", 5000)
     out, typescript = tmp_path / "out.json", tmp_path / "typescript"
     command = shlex.join([sys.executable, "-m", "govern", "digest", "--format", "json", str(log)])
@@ -452,5 +484,6 @@ def test_rules_and_json_phases_show_a_bar_on_a_terminal_only(tmp_path: Path) -> 
     drawn = typescript.read_bytes()
     assert b"checking rules" in drawn and b"writing classes" in drawn and b"5000/5000" in drawn
     piped = govern("digest", "--format", "json", str(log))
-    assert piped.returncode == 0 and piped.stderr == ""
+    assert piped.returncode == 0 and said(piped.stderr)["classes"] == "5,000"
+    assert b"govern: digested" not in drawn
     assert piped.stdout == out.read_text() and len(json.loads(piped.stdout)["classes"]) == 5000

@@ -111,8 +111,11 @@ def test_fail_on_and_its_usage_errors(tmp_path: Path) -> None:
     (tmp_path / "govern.toml").write_text('[rules]\nper-class-ignores = { "nope" = ["QC001"] }\n')
     proc = govern("digest", str(EXAMPLE), cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("govern: error: govern.toml: [rules] per-class-ignores")
-    assert "'nope' is not a query ID" in proc.stderr
+    # the config is read once the log is digested: the line saying so, then the error
+    digested, error = proc.stderr.splitlines()
+    assert digested.startswith("govern: digested ")
+    assert error.startswith("govern: error: govern.toml: [rules] per-class-ignores")
+    assert "'nope' is not a query ID" in error
 
 
 def test_config_selection_and_options_apply(tmp_path: Path) -> None:

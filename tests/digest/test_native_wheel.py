@@ -76,7 +76,8 @@ def test_the_wheel_digests_with_the_core_without_cargo(installed: Path, server: 
     want = run(Path(sys.executable).parent, "digest", "--format", "json", str(LOG))
     got = run(installed, "digest", "--format", "json", str(LOG))
     assert got.returncode == want.returncode == 0, got.stderr
-    assert got.stderr == ""  # not a terminal, and the core is there: nothing to say
+    # not a terminal, and the core is there: only the line saying what was digested
+    assert got.stderr.startswith("govern: digested ") and len(got.stderr.splitlines()) == 1
     assert classes(got.stdout) == classes(want.stdout)
     assert len(classes(got.stdout)) == 45
 
@@ -92,5 +93,6 @@ def test_without_the_core_the_python_engine_runs_and_says_so(installed: Path) ->
     got = run(installed, "digest", "--format", "json", str(LOG))
     assert got.returncode == 0
     assert got.stderr.startswith("govern: warning: digest engine: Python (the native core")
-    assert len(got.stderr.splitlines()) == 1
+    assert got.stderr.splitlines()[1].startswith("govern: digested ")
+    assert len(got.stderr.splitlines()) == 2
     assert classes(got.stdout) == classes(want.stdout)
