@@ -542,8 +542,21 @@ impl<'d> Parser<'d> {
                 } else if !got_set && line.starts_with(b"SET") {
                     // Header lines start `SET ` + a keyword, so `^SET\s+` always matches.
                     let s = 3 + run_len(&line[3..], is_space);
-                    let end = memchr(b';', &line[s..]).map_or(line.len(), |i| s + i);
-                    split_set_assignments_with(&line[s..end], |a, b| items.push(at(s + a, s + b)));
+                    // `SET timestamp=<digits>;` (nearly every event has it) splits into
+                    // its name and number: no `,`, `=` or space in the digits, so the
+                    // byte-by-byte split is not needed.
+                    let d = s + 10;
+                    let n = if line[s..].starts_with(b"timestamp=") {
+                        run_len(&line[d..], |b| b.is_ascii_digit())
+                    } else {
+                        0
+                    };
+                    if n > 0 && line.get(d + n).is_none_or(|&b| b == b';') {
+                        items.extend([at(s, s + 9), at(d, d + n)]);
+                    } else {
+                        let end = memchr(b';', &line[s..]).map_or(line.len(), |i| s + i);
+                        split_set_assignments_with(&line[s..end], |a, b| items.push(at(s + a, s + b)));
+                    }
                     got_set = true;
                 }
 
@@ -678,9 +691,33 @@ fn read_record(
     let mut maybe = false;
     let mut line_start = a;
     let mut end = None;
-    for i in memchr::memchr_iter(b'\n', &data[a..]) {
-        let i = a + i;
-        maybe |= banner_line_maybe(&data[line_start..i]);
+    while line_start < data.len() {
+        let rest = &data[line_start..];
+        let nl = match rest[0] {
+            // A line that may be a `…mysqld, Version…` banner line: one pass finds its
+            // newline and each `V` (a memchr for the newline and then another for the
+            // `V` read a statement line twice).
+            c if !maybe && (c == b'/' || c.is_ascii_uppercase()) => {
+                if c == b'T' && matches!(rest.get(1), Some(b'c' | b'C' | b'i')) {
+                    maybe = true;
+                    memchr(b'\n', rest)
+                } else {
+                    let mut from = 0;
+                    loop {
+                        match memchr::memchr2(b'\n', b'V', &rest[from..]) {
+                            Some(i) if rest[from + i] == b'V' => {
+                                maybe |= rest[from + i..].starts_with(b"Version");
+                                from += i + 1;
+                            }
+                            found => break found.map(|i| from + i),
+                        }
+                    }
+                }
+            }
+            _ => memchr(b'\n', rest),
+        };
+        let Some(nl) = nl else { break };
+        let i = line_start + nl;
         newlines.push(i);
         if i > a && data[i - 1] == b';' && data.get(i + 1) == Some(&b'#') {
             end = Some(i + 2);
@@ -691,26 +728,10 @@ fn read_record(
     let end = end.unwrap_or_else(|| {
         // No separator: the record runs to the end of the data (its last line included).
         *hit_end = true;
-        if line_start < data.len() {
-            maybe |= banner_line_maybe(&data[line_start..]);
-        }
         data.len()
     });
     *pos = end;
     Some((a, end, maybe))
-}
-
-/// Can this line be one of the banner regex's (`^T[cC][pP]…`, `^Time…`, `^[/A-Z]…Version…`)?
-#[inline]
-fn banner_line_maybe(line: &[u8]) -> bool {
-    match line.first() {
-        Some(b'T') if matches!(line.get(1), Some(b'c' | b'C' | b'i')) => true,
-        // A memchr for the `V` costs less than a substring search on these short lines.
-        Some(&c) if c == b'/' || c.is_ascii_uppercase() => {
-            memchr::memchr_iter(b'V', line).any(|i| line[i..].starts_with(b"Version"))
-        }
-        _ => false,
-    }
 }
 
 /// The leftmost match of `;\n#?\Z` in `s`, as (start, end).
@@ -1249,37 +1270,93 @@ struct Pairs {
 /// The keys of a resolved list and where its pairs went.
 #[derive(Default)]
 struct Shape {
-    /// Its keys, one after the other, and where each ends.
+    /// Its keys, one after the other, and where each ends (for `ShapeKey::SLOW` keys).
     keys: Vec<u8>,
     ends: Vec<u32>,
-    /// The index of each key in `CONSTS`, `u32::MAX` for keys read from the record.
-    consts: Vec<u32>,
+    /// Each key as it is compared.
+    words: Vec<ShapeKey>,
     /// The prop each pair went to.
     slots: Vec<u16>,
     /// Its number of items (`usize::MAX`: not kept) and of props.
     items: usize,
     props: usize,
+    /// `key_sig` of its list.
+    sig: u64,
     known: [u16; 10],
+}
+
+/// A shape's key, kept so that comparing a key read from the record costs a length and
+/// two word compares (comparing its bytes with the kept bytes loaded both sides and went
+/// by the key's length: about twice the instructions).
+#[derive(Clone, Copy)]
+struct ShapeKey {
+    /// The key's offset in `CONST_BYTES`, `STMT` for a key of the record of at most 16
+    /// bytes, `SLOW` for any other (its bytes are compared).
+    tag: u32,
+    len: u32,
+    words: (u64, u64),
+}
+
+impl ShapeKey {
+    const STMT: u32 = u32::MAX - 1;
+    const SLOW: u32 = u32::MAX;
 }
 
 /// Shapes kept (the lab's scaled log has 7).
 const SHAPES: usize = 8;
 
+/// The bytes `s[a..b]` (at most 16) as two little-endian words, zero past the end.
+#[inline(always)]
+fn key_words(s: &[u8], a: usize, b: usize) -> (u64, u64) {
+    let n = b - a;
+    debug_assert!(n <= 16);
+    let word = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap());
+    // The n low bytes of a word (n <= 8).
+    let low = |w: u64, n: usize| if n == 0 { 0 } else { w & (!0u64 >> (64 - 8 * n)) };
+    match s.get(a..a + 16) {
+        // A key is nearly always followed by its value: 16 bytes can be read at once.
+        Some(w) => {
+            let (lo, hi) = (word(&w[..8]), word(&w[8..]));
+            if n <= 8 {
+                (low(lo, n), 0)
+            } else {
+                (lo, low(hi, n - 8))
+            }
+        }
+        None => {
+            let mut buf = [0u8; 16];
+            buf[..n].copy_from_slice(&s[a..b]);
+            (word(&buf[..8]), word(&buf[8..]))
+        }
+    }
+}
+
+/// A cheap summary of a list's keys (their constants and lengths), so that a kept shape
+/// is tried only when its keys may be the list's (trying each kept shape in turn cost
+/// about 300 instructions an event in failed comparisons).
+#[inline]
+fn key_sig(items: &[Item]) -> u64 {
+    items.iter().step_by(2).fold(items.len() as u64, |h, k| {
+        let v = if k.src == Src::Const { k.a | 1 << 31 } else { k.b.wrapping_sub(k.a) };
+        h.rotate_left(7) ^ u64::from(v)
+    })
+}
+
 impl Shape {
     /// The keys of `items` are this shape's.
     #[inline]
     fn fits(&self, items: &[Item], places: Places) -> bool {
-        let mut start = 0;
         items.len() == self.items
-            && items.iter().step_by(2).zip(self.ends.iter().zip(&self.consts)).all(|(&k, (&end, &c))| {
-                let last = &self.keys[start..end as usize];
-                start = end as usize;
-                // A constant key is compared by its index (a constant and a key read
+            && items.iter().step_by(2).zip(&self.words).enumerate().all(|(j, (&k, w))| match k.src {
+                // A constant key is compared by its offset (a constant and a key read
                 // from the record with the same bytes do not fit: the long way then).
-                match k.src {
-                    Src::Const => c == k.a,
-                    Src::Stmt => c == u32::MAX && same_bytes(&places.stmt[k.a as usize..k.b as usize], last),
-                    _ => c == u32::MAX && same_bytes(places.bytes(k), last),
+                Src::Const => w.tag == k.a,
+                Src::Stmt if w.tag == ShapeKey::STMT => {
+                    w.len == k.b - k.a && key_words(places.stmt, k.a as usize, k.b as usize) == w.words
+                }
+                _ => {
+                    let start = if j == 0 { 0 } else { self.ends[j - 1] as usize };
+                    w.tag == ShapeKey::SLOW && same_bytes(places.bytes(k), &self.keys[start..self.ends[j] as usize])
                 }
             })
     }
@@ -1287,13 +1364,15 @@ impl Shape {
 
 impl Pairs {
     fn resolve(&mut self, items: &[Item], places: Places, out: &mut Vec<(Item, Option<Item>)>, known: &mut [u16; 10]) {
-        let found = if self.shapes.get(self.last).is_some_and(|s| s.fits(items, places)) {
+        let sig = key_sig(items);
+        let try_shape = |s: &Shape| s.sig == sig && s.fits(items, places);
+        let found = if self.shapes.get(self.last).is_some_and(try_shape) {
             Some(self.last)
         } else {
-            self.shapes.iter().position(|s| s.fits(items, places))
+            self.shapes.iter().position(try_shape)
         };
         let Some(i) = found else {
-            self.resolve_new(items, places, out, known);
+            self.resolve_new(items, places, out, known, sig);
             return;
         };
         let shape = &self.shapes[i];
@@ -1303,8 +1382,14 @@ impl Pairs {
             *known = shape.known;
             self.last = i;
         }
-        for (pair, &slot) in items.chunks(2).zip(&shape.slots) {
-            out[slot as usize] = (pair[0], pair.get(1).copied());
+        let pairs = items.chunks_exact(2);
+        let odd = pairs.remainder().first().copied();
+        let n = pairs.len();
+        for (pair, &slot) in pairs.zip(&shape.slots) {
+            out[slot as usize] = (pair[0], Some(pair[1]));
+        }
+        if let Some(k) = odd {
+            out[shape.slots[n] as usize] = (k, None);
         }
     }
 
@@ -1314,6 +1399,7 @@ impl Pairs {
         places: Places,
         out: &mut Vec<(Item, Option<Item>)>,
         known: &mut [u16; 10],
+        list_sig: u64,
     ) {
         out.clear();
         self.sigs.clear();
@@ -1346,7 +1432,7 @@ impl Pairs {
         self.victim = (self.victim + 1) % SHAPES;
         shape.keys.clear();
         shape.ends.clear();
-        shape.consts.clear();
+        shape.words.clear();
         shape.slots.clear();
         // Keys are looked up in a small open-addressing table of their signatures
         // (length and first and last bytes), so a repeated key is found without
@@ -1360,7 +1446,16 @@ impl Pairs {
             let kb = bytes(k);
             shape.keys.extend_from_slice(kb);
             shape.ends.push(shape.keys.len() as u32);
-            shape.consts.push(if k.src == Src::Const { k.a } else { u32::MAX });
+            let len = kb.len() as u32;
+            shape.words.push(match k.src {
+                Src::Const => ShapeKey { tag: k.a, len, words: (0, 0) },
+                Src::Stmt if len <= 16 => ShapeKey {
+                    tag: ShapeKey::STMT,
+                    len,
+                    words: key_words(places.stmt, k.a as usize, k.b as usize),
+                },
+                _ => ShapeKey { tag: ShapeKey::SLOW, len, words: (0, 0) },
+            });
             let ks = sig(kb);
             let mut h = (ks.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize;
             let slot = loop {
@@ -1384,6 +1479,7 @@ impl Pairs {
             shape.slots.push(slot as u16);
         }
         shape.items = items.len();
+        shape.sig = list_sig;
         shape.props = out.len();
         shape.known = *known;
     }
