@@ -28,20 +28,21 @@ struct Item {
     b: u32,
 }
 
-/// Where an `Item` lives.
+/// Where an `Item` lives: the first four are byte places, `a..b` of
+/// `Places::bytes[src]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 enum Src {
-    /// `CONSTS[a]`.
-    Const,
-    /// `a..b` of the current record text.
-    Stmt,
-    /// `a..b` of the parser's scratch arena (lines pt edits before splitting).
-    Arena,
+    /// `CONST_BYTES`.
+    Const = 0,
+    /// The current record text.
+    Stmt = 1,
+    /// The parser's scratch arena (lines pt edits before splitting).
+    Arena = 2,
     /// The read-ahead line (`Parser::ahead`).
-    Ahead,
+    Ahead = 3,
     /// The number `a | b << 32`.
-    Num,
+    Num = 4,
 }
 
 /// The constant keys and values the parser pushes.
@@ -60,6 +61,32 @@ const CONSTS: [&[u8]; 13] = [
     b"ip",
     b"Thread_id",
 ];
+
+const CONST_LEN: usize = {
+    let (mut n, mut j) = (0, 0);
+    while j < CONSTS.len() {
+        n += CONSTS[j].len();
+        j += 1;
+    }
+    n
+};
+
+/// `CONSTS` one after the other, so a constant is a range like any other place's.
+static CONST_BYTES: [u8; CONST_LEN] = {
+    let mut out = [0u8; CONST_LEN];
+    let (mut p, mut j) = (0, 0);
+    while j < CONSTS.len() {
+        let mut k = 0;
+        while k < CONSTS[j].len() {
+            out[p] = CONSTS[j][k];
+            p += 1;
+            k += 1;
+        }
+        j += 1;
+    }
+    out
+};
+
 const CMD: Item = Item::constant(0);
 const QUERY: Item = Item::constant(1);
 const POS_IN_LOG: Item = Item::constant(2);
@@ -75,8 +102,14 @@ const IP: Item = Item::constant(11);
 const THREAD_ID: Item = Item::constant(12);
 
 impl Item {
-    const fn constant(i: u32) -> Item {
-        Item { src: Src::Const, a: i, b: 0 }
+    /// `CONSTS[i]`, as its range of `CONST_BYTES`.
+    const fn constant(i: usize) -> Item {
+        let (mut a, mut j) = (0, 0);
+        while j < i {
+            a += CONSTS[j].len();
+            j += 1;
+        }
+        Item { src: Src::Const, a: a as u32, b: (a + CONSTS[i].len()) as u32 }
     }
 
     #[inline(always)]
@@ -89,35 +122,41 @@ impl Item {
     }
 }
 
-/// The places an `Item` points into.
+/// The places an `Item` points into, indexed by its `Src`: reading an item is one
+/// test for a number and a slice (a match over the five sources cost the digest about
+/// 15 instructions a property read).
 #[derive(Clone, Copy)]
 struct Places<'p> {
-    stmt: &'p [u8],
-    arena: &'p [u8],
-    ahead: &'p [u8],
+    bytes: [&'p [u8]; 4],
 }
 
 impl<'p> Places<'p> {
+    fn new(stmt: &'p [u8], arena: &'p [u8], ahead: &'p [u8]) -> Self {
+        Places { bytes: [&CONST_BYTES, stmt, arena, ahead] }
+    }
+
+    #[inline(always)]
+    fn stmt(&self) -> &'p [u8] {
+        self.bytes[Src::Stmt as usize]
+    }
+
     #[inline(always)]
     fn value(&self, item: Item) -> Value<'p> {
         let (a, b) = (item.a as usize, item.b as usize);
-        match item.src {
-            Src::Stmt => Value::Bytes(&self.stmt[a..b]),
-            Src::Const => Value::Bytes(CONSTS[a]),
-            Src::Arena => Value::Bytes(&self.arena[a..b]),
-            Src::Ahead => Value::Bytes(self.ahead),
-            Src::Num => Value::Num(a as u64 | (b as u64) << 32),
+        if item.src == Src::Num {
+            return Value::Num(a as u64 | (b as u64) << 32);
         }
+        Value::Bytes(&self.bytes[item.src as usize & 3][a..b])
     }
 
     /// Numbers never stand in key position except through pt's odd-list quirk; such a
     /// key matches no attribute name.
     #[inline(always)]
     fn bytes(&self, item: Item) -> &'p [u8] {
-        match self.value(item) {
-            Value::Bytes(b) => b,
-            Value::Num(_) => b"",
+        if item.src == Src::Num {
+            return b"";
         }
+        &self.bytes[item.src as usize & 3][item.a as usize..item.b as usize]
     }
 }
 
@@ -281,6 +320,7 @@ pub struct Parser<'d> {
     /// Where the current record's lines end (absolute `data` offsets of its newlines),
     /// noted by the record read for the header pass; empty when the record is a copy.
     newlines: Vec<usize>,
+    finders: LineFinders,
     version: memmem::Finder<'static>,
     newline_t: memmem::Finder<'static>,
     uh: memmem::Finder<'static>,
@@ -315,6 +355,7 @@ impl<'d> Parser<'d> {
             pairs: Pairs::default(),
             known: [u16::MAX; 10],
             newlines: Vec::with_capacity(64),
+            finders: LineFinders::new(),
             version: memmem::Finder::new(b"Version"),
             newline_t: memmem::Finder::new(b"\nT"),
             uh: memmem::Finder::new(USER_HOST),
@@ -390,7 +431,7 @@ impl<'d> Parser<'d> {
         Some(Event {
             props: &self.props,
             known: &self.known,
-            places: Places { stmt, arena: &self.arena, ahead: &self.data[self.ahead.0..self.ahead.1] },
+            places: Places::new(stmt, &self.arena, &self.data[self.ahead.0..self.ahead.1]),
             pos_in_log,
             offset: self.base + self.cur_offset as u64,
             at_end: self.cur_at_end,
@@ -413,7 +454,7 @@ impl<'d> Parser<'d> {
                 StmtSrc::Buf
             } else {
                 let Some((a, b, maybe_banner)) =
-                    read_record(data, &mut self.pos, &mut self.hit_end, &mut self.newlines)
+                    read_record(data, &mut self.pos, &mut self.hit_end, &mut self.newlines, &self.finders)
                 else {
                     return Parsed::End;
                 };
@@ -583,7 +624,7 @@ impl<'d> Parser<'d> {
                         }
                         let s = a + run_len(&data[a..e], is_space);
                         self.ahead = (s, e);
-                        let line = Item { src: Src::Ahead, a: 0, b: 0 };
+                        let line = Item { src: Src::Ahead, a: 0, b: (e - s) as u32 };
                         items.extend([CMD, ADMIN, ARG, line, BYTES, Item::num((e - s) as u64)]);
                     }
                     found_arg = true;
@@ -596,7 +637,7 @@ impl<'d> Parser<'d> {
             }
 
             // 5. `{ @properties }`: pairs in order, a later key replacing an earlier one.
-            let places = Places { stmt, arena: &self.arena, ahead: &data[self.ahead.0..self.ahead.1] };
+            let places = Places::new(stmt, &self.arena, &data[self.ahead.0..self.ahead.1]);
             self.pairs.resolve(&self.items, places, &mut self.props, &mut self.known);
             Parsed::Event(this_pos)
         }
@@ -681,6 +722,7 @@ fn read_record(
     pos: &mut usize,
     hit_end: &mut bool,
     newlines: &mut Vec<usize>,
+    finders: &LineFinders,
 ) -> Option<(usize, usize, bool)> {
     let a = *pos;
     newlines.clear();
@@ -700,11 +742,11 @@ fn read_record(
             c if !maybe && (c == b'/' || c.is_ascii_uppercase()) => {
                 if c == b'T' && matches!(rest.get(1), Some(b'c' | b'C' | b'i')) {
                     maybe = true;
-                    memchr(b'\n', rest)
+                    finders.newline(rest)
                 } else {
                     let mut from = 0;
                     loop {
-                        match memchr::memchr2(b'\n', b'V', &rest[from..]) {
+                        match finders.newline_or_v(&rest[from..]) {
                             Some(i) if rest[from + i] == b'V' => {
                                 maybe |= rest[from + i..].starts_with(b"Version");
                                 from += i + 1;
@@ -714,7 +756,7 @@ fn read_record(
                     }
                 }
             }
-            _ => memchr(b'\n', rest),
+            _ => finders.newline(rest),
         };
         let Some(nl) = nl else { break };
         let i = line_start + nl;
@@ -732,6 +774,42 @@ fn read_record(
     });
     *pos = end;
     Some((a, end, maybe))
+}
+
+/// The record read's byte searches, built once: `memchr::memchr` finds its AVX2 routine
+/// through a function pointer and sets up its needle on every call, about 15
+/// instructions of the 60 a header line's search costs.
+struct LineFinders {
+    #[cfg(target_arch = "x86_64")]
+    avx2: Option<(memchr::arch::x86_64::avx2::memchr::One, memchr::arch::x86_64::avx2::memchr::Two)>,
+}
+
+impl LineFinders {
+    fn new() -> Self {
+        LineFinders {
+            #[cfg(target_arch = "x86_64")]
+            avx2: memchr::arch::x86_64::avx2::memchr::One::new(b'\n')
+                .zip(memchr::arch::x86_64::avx2::memchr::Two::new(b'\n', b'V')),
+        }
+    }
+
+    #[inline(always)]
+    fn newline(&self, s: &[u8]) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some((one, _)) = &self.avx2 {
+            return one.find(s);
+        }
+        memchr(b'\n', s)
+    }
+
+    #[inline(always)]
+    fn newline_or_v(&self, s: &[u8]) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some((_, two)) = &self.avx2 {
+            return two.find(s);
+        }
+        memchr::memchr2(b'\n', b'V', s)
+    }
 }
 
 /// The leftmost match of `;\n#?\Z` in `s`, as (start, end).
@@ -818,25 +896,23 @@ fn fast_user_host(line: &[u8], p: usize) -> Option<UserHost> {
         }
         close + 1
     } else {
-        // `[^\[]+`: everything up to the first '['.
-        let n = memchr(b'[', rest)?;
+        // `[^\[]+`: everything up to the first '['. (The fields of this line are a
+        // few bytes long: byte loops cost less than memchr's calls here.)
+        let n = rest.iter().position(|&b| b == b'[')?;
         if n == 0 {
             return None;
         }
         n
     };
     let after_user = p + user_len;
-    let at = memchr::memchr_iter(b'@', &line[after_user..])
-        .map(|i| after_user + i)
-        .find(|&i| line.get(i + 1) == Some(&b' '))?
-        + 2;
+    let at = (after_user..line.len()).find(|&i| line[i] == b'@' && line.get(i + 1) == Some(&b' '))? + 2;
     let host_len = run_len(&line[at..], |b| !is_space(b));
     let host_end = at + host_len;
     if !line[host_end..].starts_with(b" [") {
         return None;
     }
     let ip_start = host_end + 2;
-    let ip_end = memchr::memrchr(b']', &line[ip_start..])? + ip_start;
+    let ip_end = line[ip_start..].iter().rposition(|&b| b == b']')? + ip_start;
     let mut q = ip_end + 1;
     q += run_len(&line[q..], is_space);
     let mut thread_id = None;
@@ -990,7 +1066,12 @@ fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) 
             continue;
         }
         let colon = base + w.colon.trailing_zeros() as usize;
-        if colon >= 6 && &line[colon - 6..colon] == b"Schema" && schema_fix_applies(line, colon + 1) {
+        // Keys seldom end in `a`: one byte test spares most colons the 6-byte compare.
+        if colon >= 6
+            && line[colon - 1] == b'a'
+            && &line[colon - 6..colon] == b"Schema"
+            && schema_fix_applies(line, colon + 1)
+        {
             items.truncate(start_len);
             return Some(false);
         }
@@ -1029,13 +1110,16 @@ fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) 
             w.skip_to(cursor - base);
             continue;
         }
+        // The value's last byte, tested in the window's colons (still all there from
+        // this colon on).
+        let ends_in_colon = vlen > 0 && (w.colon >> (v + vlen - 1)) & 1 != 0;
         let v = base + v;
         if vlen == 0 && v != n {
             cursor = after;
             w.skip_to(cursor - base);
             continue;
         }
-        if vlen > 0 && line[v + vlen - 1] == b':' {
+        if ends_in_colon {
             // A value ending in a colon may hide a `Schema:` from this pass.
             items.truncate(start_len);
             return Some(false);
@@ -1352,7 +1436,7 @@ impl Shape {
                 // from the record with the same bytes do not fit: the long way then).
                 Src::Const => w.tag == k.a,
                 Src::Stmt if w.tag == ShapeKey::STMT => {
-                    w.len == k.b - k.a && key_words(places.stmt, k.a as usize, k.b as usize) == w.words
+                    w.len == k.b - k.a && key_words(places.stmt(), k.a as usize, k.b as usize) == w.words
                 }
                 _ => {
                     let start = if j == 0 { 0 } else { self.ends[j - 1] as usize };
@@ -1452,7 +1536,7 @@ impl Pairs {
                 Src::Stmt if len <= 16 => ShapeKey {
                     tag: ShapeKey::STMT,
                     len,
-                    words: key_words(places.stmt, k.a as usize, k.b as usize),
+                    words: key_words(places.stmt(), k.a as usize, k.b as usize),
                 },
                 _ => ShapeKey { tag: ShapeKey::SLOW, len, words: (0, 0) },
             });
