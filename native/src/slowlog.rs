@@ -532,10 +532,11 @@ impl<'d> Parser<'d> {
                 let line_end = if newlines.is_empty() {
                     memchr(b'\n', &stmt[line_start..]).map_or(len, |i| line_start + i)
                 } else {
-                    while ni < newlines.len() && newlines[ni] < nl_base + line_start {
-                        ni += 1;
-                    }
-                    newlines.get(ni).map_or(len, |&e| (e - nl_base).min(len))
+                    // Line k of the pass ends at newline k of the record: the text starts
+                    // at the record's start, or at the `#` before it (`prefix_hash`).
+                    let e = newlines.get(ni).map_or(len, |&e| (e - nl_base).min(len));
+                    ni += 1;
+                    e
                 };
                 let line = &stmt[line_start..line_end];
                 let at = |a: usize, b: usize| Item::stmt(line_start + a, line_start + b);
@@ -1421,8 +1422,8 @@ fn key_words(s: &[u8], a: usize, b: usize) -> (u64, u64) {
 #[inline]
 fn key_sig(items: &[Item]) -> u64 {
     items.iter().step_by(2).fold(items.len() as u64, |h, k| {
-        let v = if k.src == Src::Const { k.a | 1 << 31 } else { k.b.wrapping_sub(k.a) };
-        h.rotate_left(7) ^ u64::from(v)
+        // Its length and source (constants of one length share a summary: `fits` tells).
+        h.rotate_left(7) ^ u64::from(k.b.wrapping_sub(k.a) ^ (k.src as u32) << 24)
     })
 }
 
