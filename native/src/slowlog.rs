@@ -1367,6 +1367,8 @@ struct Shape {
     props: usize,
     /// `key_sig` of its list.
     sig: u64,
+    /// Pair j went to prop j (no key repeats).
+    in_order: bool,
     known: [u16; 10],
 }
 
@@ -1470,8 +1472,15 @@ impl Pairs {
         let pairs = items.chunks_exact(2);
         let odd = pairs.remainder().first().copied();
         let n = pairs.len();
-        for (pair, &slot) in pairs.zip(&shape.slots) {
-            out[slot as usize] = (pair[0], Some(pair[1]));
+        if shape.in_order {
+            // No key repeats (nearly every list): pair j is prop j, a plain copy.
+            for (o, pair) in out.iter_mut().zip(pairs) {
+                *o = (pair[0], Some(pair[1]));
+            }
+        } else {
+            for (pair, &slot) in pairs.zip(&shape.slots) {
+                out[slot as usize] = (pair[0], Some(pair[1]));
+            }
         }
         if let Some(k) = odd {
             out[shape.slots[n] as usize] = (k, None);
@@ -1534,11 +1543,9 @@ impl Pairs {
             let len = kb.len() as u32;
             shape.words.push(match k.src {
                 Src::Const => ShapeKey { tag: k.a, len, words: (0, 0) },
-                Src::Stmt if len <= 16 => ShapeKey {
-                    tag: ShapeKey::STMT,
-                    len,
-                    words: key_words(places.stmt(), k.a as usize, k.b as usize),
-                },
+                Src::Stmt if len <= 16 => {
+                    ShapeKey { tag: ShapeKey::STMT, len, words: key_words(places.stmt(), k.a as usize, k.b as usize) }
+                }
                 _ => ShapeKey { tag: ShapeKey::SLOW, len, words: (0, 0) },
             });
             let ks = sig(kb);
@@ -1564,6 +1571,7 @@ impl Pairs {
             shape.slots.push(slot as u16);
         }
         shape.items = items.len();
+        shape.in_order = shape.slots.iter().enumerate().all(|(j, &slot)| slot as usize == j);
         shape.sig = list_sig;
         shape.props = out.len();
         shape.known = *known;
