@@ -28,20 +28,21 @@ struct Item {
     b: u32,
 }
 
-/// Where an `Item` lives.
+/// Where an `Item` lives: the first four are byte places, `a..b` of
+/// `Places::bytes[src]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 enum Src {
-    /// `CONSTS[a]`.
-    Const,
-    /// `a..b` of the current record text.
-    Stmt,
-    /// `a..b` of the parser's scratch arena (lines pt edits before splitting).
-    Arena,
+    /// `CONST_BYTES`.
+    Const = 0,
+    /// The current record text.
+    Stmt = 1,
+    /// The parser's scratch arena (lines pt edits before splitting).
+    Arena = 2,
     /// The read-ahead line (`Parser::ahead`).
-    Ahead,
+    Ahead = 3,
     /// The number `a | b << 32`.
-    Num,
+    Num = 4,
 }
 
 /// The constant keys and values the parser pushes.
@@ -60,6 +61,32 @@ const CONSTS: [&[u8]; 13] = [
     b"ip",
     b"Thread_id",
 ];
+
+const CONST_LEN: usize = {
+    let (mut n, mut j) = (0, 0);
+    while j < CONSTS.len() {
+        n += CONSTS[j].len();
+        j += 1;
+    }
+    n
+};
+
+/// `CONSTS` one after the other, so a constant is a range like any other place's.
+static CONST_BYTES: [u8; CONST_LEN] = {
+    let mut out = [0u8; CONST_LEN];
+    let (mut p, mut j) = (0, 0);
+    while j < CONSTS.len() {
+        let mut k = 0;
+        while k < CONSTS[j].len() {
+            out[p] = CONSTS[j][k];
+            p += 1;
+            k += 1;
+        }
+        j += 1;
+    }
+    out
+};
+
 const CMD: Item = Item::constant(0);
 const QUERY: Item = Item::constant(1);
 const POS_IN_LOG: Item = Item::constant(2);
@@ -75,8 +102,14 @@ const IP: Item = Item::constant(11);
 const THREAD_ID: Item = Item::constant(12);
 
 impl Item {
-    const fn constant(i: u32) -> Item {
-        Item { src: Src::Const, a: i, b: 0 }
+    /// `CONSTS[i]`, as its range of `CONST_BYTES`.
+    const fn constant(i: usize) -> Item {
+        let (mut a, mut j) = (0, 0);
+        while j < i {
+            a += CONSTS[j].len();
+            j += 1;
+        }
+        Item { src: Src::Const, a: a as u32, b: (a + CONSTS[i].len()) as u32 }
     }
 
     #[inline(always)]
@@ -89,35 +122,41 @@ impl Item {
     }
 }
 
-/// The places an `Item` points into.
+/// The places an `Item` points into, indexed by its `Src`: reading an item is one
+/// test for a number and a slice (a match over the five sources cost the digest about
+/// 15 instructions a property read).
 #[derive(Clone, Copy)]
 struct Places<'p> {
-    stmt: &'p [u8],
-    arena: &'p [u8],
-    ahead: &'p [u8],
+    bytes: [&'p [u8]; 4],
 }
 
 impl<'p> Places<'p> {
+    fn new(stmt: &'p [u8], arena: &'p [u8], ahead: &'p [u8]) -> Self {
+        Places { bytes: [&CONST_BYTES, stmt, arena, ahead] }
+    }
+
+    #[inline(always)]
+    fn stmt(&self) -> &'p [u8] {
+        self.bytes[Src::Stmt as usize]
+    }
+
     #[inline(always)]
     fn value(&self, item: Item) -> Value<'p> {
         let (a, b) = (item.a as usize, item.b as usize);
-        match item.src {
-            Src::Stmt => Value::Bytes(&self.stmt[a..b]),
-            Src::Const => Value::Bytes(CONSTS[a]),
-            Src::Arena => Value::Bytes(&self.arena[a..b]),
-            Src::Ahead => Value::Bytes(self.ahead),
-            Src::Num => Value::Num(a as u64 | (b as u64) << 32),
+        if item.src == Src::Num {
+            return Value::Num(a as u64 | (b as u64) << 32);
         }
+        Value::Bytes(&self.bytes[item.src as usize & 3][a..b])
     }
 
     /// Numbers never stand in key position except through pt's odd-list quirk; such a
     /// key matches no attribute name.
     #[inline(always)]
     fn bytes(&self, item: Item) -> &'p [u8] {
-        match self.value(item) {
-            Value::Bytes(b) => b,
-            Value::Num(_) => b"",
+        if item.src == Src::Num {
+            return b"";
         }
+        &self.bytes[item.src as usize & 3][item.a as usize..item.b as usize]
     }
 }
 
@@ -281,6 +320,7 @@ pub struct Parser<'d> {
     /// Where the current record's lines end (absolute `data` offsets of its newlines),
     /// noted by the record read for the header pass; empty when the record is a copy.
     newlines: Vec<usize>,
+    finders: LineFinders,
     version: memmem::Finder<'static>,
     newline_t: memmem::Finder<'static>,
     uh: memmem::Finder<'static>,
@@ -315,6 +355,7 @@ impl<'d> Parser<'d> {
             pairs: Pairs::default(),
             known: [u16::MAX; 10],
             newlines: Vec::with_capacity(64),
+            finders: LineFinders::new(),
             version: memmem::Finder::new(b"Version"),
             newline_t: memmem::Finder::new(b"\nT"),
             uh: memmem::Finder::new(USER_HOST),
@@ -390,7 +431,7 @@ impl<'d> Parser<'d> {
         Some(Event {
             props: &self.props,
             known: &self.known,
-            places: Places { stmt, arena: &self.arena, ahead: &self.data[self.ahead.0..self.ahead.1] },
+            places: Places::new(stmt, &self.arena, &self.data[self.ahead.0..self.ahead.1]),
             pos_in_log,
             offset: self.base + self.cur_offset as u64,
             at_end: self.cur_at_end,
@@ -413,7 +454,7 @@ impl<'d> Parser<'d> {
                 StmtSrc::Buf
             } else {
                 let Some((a, b, maybe_banner)) =
-                    read_record(data, &mut self.pos, &mut self.hit_end, &mut self.newlines)
+                    read_record(data, &mut self.pos, &mut self.hit_end, &mut self.newlines, &self.finders)
                 else {
                     return Parsed::End;
                 };
@@ -491,10 +532,11 @@ impl<'d> Parser<'d> {
                 let line_end = if newlines.is_empty() {
                     memchr(b'\n', &stmt[line_start..]).map_or(len, |i| line_start + i)
                 } else {
-                    while ni < newlines.len() && newlines[ni] < nl_base + line_start {
-                        ni += 1;
-                    }
-                    newlines.get(ni).map_or(len, |&e| (e - nl_base).min(len))
+                    // Line k of the pass ends at newline k of the record: the text starts
+                    // at the record's start, or at the `#` before it (`prefix_hash`).
+                    let e = newlines.get(ni).map_or(len, |&e| (e - nl_base).min(len));
+                    ni += 1;
+                    e
                 };
                 let line = &stmt[line_start..line_end];
                 let at = |a: usize, b: usize| Item::stmt(line_start + a, line_start + b);
@@ -542,8 +584,21 @@ impl<'d> Parser<'d> {
                 } else if !got_set && line.starts_with(b"SET") {
                     // Header lines start `SET ` + a keyword, so `^SET\s+` always matches.
                     let s = 3 + run_len(&line[3..], is_space);
-                    let end = memchr(b';', &line[s..]).map_or(line.len(), |i| s + i);
-                    split_set_assignments_with(&line[s..end], |a, b| items.push(at(s + a, s + b)));
+                    // `SET timestamp=<digits>;` (nearly every event has it) splits into
+                    // its name and number: no `,`, `=` or space in the digits, so the
+                    // byte-by-byte split is not needed.
+                    let d = s + 10;
+                    let n = if line[s..].starts_with(b"timestamp=") {
+                        run_len(&line[d..], |b| b.is_ascii_digit())
+                    } else {
+                        0
+                    };
+                    if n > 0 && line.get(d + n).is_none_or(|&b| b == b';') {
+                        items.extend([at(s, s + 9), at(d, d + n)]);
+                    } else {
+                        let end = memchr(b';', &line[s..]).map_or(line.len(), |i| s + i);
+                        split_set_assignments_with(&line[s..end], |a, b| items.push(at(s + a, s + b)));
+                    }
                     got_set = true;
                 }
 
@@ -570,7 +625,7 @@ impl<'d> Parser<'d> {
                         }
                         let s = a + run_len(&data[a..e], is_space);
                         self.ahead = (s, e);
-                        let line = Item { src: Src::Ahead, a: 0, b: 0 };
+                        let line = Item { src: Src::Ahead, a: 0, b: (e - s) as u32 };
                         items.extend([CMD, ADMIN, ARG, line, BYTES, Item::num((e - s) as u64)]);
                     }
                     found_arg = true;
@@ -583,7 +638,7 @@ impl<'d> Parser<'d> {
             }
 
             // 5. `{ @properties }`: pairs in order, a later key replacing an earlier one.
-            let places = Places { stmt, arena: &self.arena, ahead: &data[self.ahead.0..self.ahead.1] };
+            let places = Places::new(stmt, &self.arena, &data[self.ahead.0..self.ahead.1]);
             self.pairs.resolve(&self.items, places, &mut self.props, &mut self.known);
             Parsed::Event(this_pos)
         }
@@ -668,6 +723,7 @@ fn read_record(
     pos: &mut usize,
     hit_end: &mut bool,
     newlines: &mut Vec<usize>,
+    finders: &LineFinders,
 ) -> Option<(usize, usize, bool)> {
     let a = *pos;
     newlines.clear();
@@ -678,9 +734,33 @@ fn read_record(
     let mut maybe = false;
     let mut line_start = a;
     let mut end = None;
-    for i in memchr::memchr_iter(b'\n', &data[a..]) {
-        let i = a + i;
-        maybe |= banner_line_maybe(&data[line_start..i]);
+    while line_start < data.len() {
+        let rest = &data[line_start..];
+        let nl = match rest[0] {
+            // A line that may be a `…mysqld, Version…` banner line: one pass finds its
+            // newline and each `V` (a memchr for the newline and then another for the
+            // `V` read a statement line twice).
+            c if !maybe && (c == b'/' || c.is_ascii_uppercase()) => {
+                if c == b'T' && matches!(rest.get(1), Some(b'c' | b'C' | b'i')) {
+                    maybe = true;
+                    finders.newline(rest)
+                } else {
+                    let mut from = 0;
+                    loop {
+                        match finders.newline_or_v(&rest[from..]) {
+                            Some(i) if rest[from + i] == b'V' => {
+                                maybe |= rest[from + i..].starts_with(b"Version");
+                                from += i + 1;
+                            }
+                            found => break found.map(|i| from + i),
+                        }
+                    }
+                }
+            }
+            _ => finders.newline(rest),
+        };
+        let Some(nl) = nl else { break };
+        let i = line_start + nl;
         newlines.push(i);
         if i > a && data[i - 1] == b';' && data.get(i + 1) == Some(&b'#') {
             end = Some(i + 2);
@@ -691,25 +771,45 @@ fn read_record(
     let end = end.unwrap_or_else(|| {
         // No separator: the record runs to the end of the data (its last line included).
         *hit_end = true;
-        if line_start < data.len() {
-            maybe |= banner_line_maybe(&data[line_start..]);
-        }
         data.len()
     });
     *pos = end;
     Some((a, end, maybe))
 }
 
-/// Can this line be one of the banner regex's (`^T[cC][pP]…`, `^Time…`, `^[/A-Z]…Version…`)?
-#[inline]
-fn banner_line_maybe(line: &[u8]) -> bool {
-    match line.first() {
-        Some(b'T') if matches!(line.get(1), Some(b'c' | b'C' | b'i')) => true,
-        // A memchr for the `V` costs less than a substring search on these short lines.
-        Some(&c) if c == b'/' || c.is_ascii_uppercase() => {
-            memchr::memchr_iter(b'V', line).any(|i| line[i..].starts_with(b"Version"))
+/// The record read's byte searches, built once: `memchr::memchr` finds its AVX2 routine
+/// through a function pointer and sets up its needle on every call, about 15
+/// instructions of the 60 a header line's search costs.
+struct LineFinders {
+    #[cfg(target_arch = "x86_64")]
+    avx2: Option<(memchr::arch::x86_64::avx2::memchr::One, memchr::arch::x86_64::avx2::memchr::Two)>,
+}
+
+impl LineFinders {
+    fn new() -> Self {
+        LineFinders {
+            #[cfg(target_arch = "x86_64")]
+            avx2: memchr::arch::x86_64::avx2::memchr::One::new(b'\n')
+                .zip(memchr::arch::x86_64::avx2::memchr::Two::new(b'\n', b'V')),
         }
-        _ => false,
+    }
+
+    #[inline(always)]
+    fn newline(&self, s: &[u8]) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some((one, _)) = &self.avx2 {
+            return one.find(s);
+        }
+        memchr(b'\n', s)
+    }
+
+    #[inline(always)]
+    fn newline_or_v(&self, s: &[u8]) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some((_, two)) = &self.avx2 {
+            return two.find(s);
+        }
+        memchr::memchr2(b'\n', b'V', s)
     }
 }
 
@@ -797,25 +897,23 @@ fn fast_user_host(line: &[u8], p: usize) -> Option<UserHost> {
         }
         close + 1
     } else {
-        // `[^\[]+`: everything up to the first '['.
-        let n = memchr(b'[', rest)?;
+        // `[^\[]+`: everything up to the first '['. (The fields of this line are a
+        // few bytes long: byte loops cost less than memchr's calls here.)
+        let n = rest.iter().position(|&b| b == b'[')?;
         if n == 0 {
             return None;
         }
         n
     };
     let after_user = p + user_len;
-    let at = memchr::memchr_iter(b'@', &line[after_user..])
-        .map(|i| after_user + i)
-        .find(|&i| line.get(i + 1) == Some(&b' '))?
-        + 2;
+    let at = (after_user..line.len()).find(|&i| line[i] == b'@' && line.get(i + 1) == Some(&b' '))? + 2;
     let host_len = run_len(&line[at..], |b| !is_space(b));
     let host_end = at + host_len;
     if !line[host_end..].starts_with(b" [") {
         return None;
     }
     let ip_start = host_end + 2;
-    let ip_end = memchr::memrchr(b']', &line[ip_start..])? + ip_start;
+    let ip_end = line[ip_start..].iter().rposition(|&b| b == b']')? + ip_start;
     let mut q = ip_end + 1;
     q += run_len(&line[q..], is_space);
     let mut thread_id = None;
@@ -969,7 +1067,12 @@ fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) 
             continue;
         }
         let colon = base + w.colon.trailing_zeros() as usize;
-        if colon >= 6 && &line[colon - 6..colon] == b"Schema" && schema_fix_applies(line, colon + 1) {
+        // Keys seldom end in `a`: one byte test spares most colons the 6-byte compare.
+        if colon >= 6
+            && line[colon - 1] == b'a'
+            && &line[colon - 6..colon] == b"Schema"
+            && schema_fix_applies(line, colon + 1)
+        {
             items.truncate(start_len);
             return Some(false);
         }
@@ -1008,13 +1111,16 @@ fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) 
             w.skip_to(cursor - base);
             continue;
         }
+        // The value's last byte, tested in the window's colons (still all there from
+        // this colon on).
+        let ends_in_colon = vlen > 0 && (w.colon >> (v + vlen - 1)) & 1 != 0;
         let v = base + v;
         if vlen == 0 && v != n {
             cursor = after;
             w.skip_to(cursor - base);
             continue;
         }
-        if vlen > 0 && line[v + vlen - 1] == b':' {
+        if ends_in_colon {
             // A value ending in a colon may hide a `Schema:` from this pass.
             items.truncate(start_len);
             return Some(false);
@@ -1249,37 +1355,95 @@ struct Pairs {
 /// The keys of a resolved list and where its pairs went.
 #[derive(Default)]
 struct Shape {
-    /// Its keys, one after the other, and where each ends.
+    /// Its keys, one after the other, and where each ends (for `ShapeKey::SLOW` keys).
     keys: Vec<u8>,
     ends: Vec<u32>,
-    /// The index of each key in `CONSTS`, `u32::MAX` for keys read from the record.
-    consts: Vec<u32>,
+    /// Each key as it is compared.
+    words: Vec<ShapeKey>,
     /// The prop each pair went to.
     slots: Vec<u16>,
     /// Its number of items (`usize::MAX`: not kept) and of props.
     items: usize,
     props: usize,
+    /// `key_sig` of its list.
+    sig: u64,
+    /// Pair j went to prop j (no key repeats).
+    in_order: bool,
     known: [u16; 10],
+}
+
+/// A shape's key, kept so that comparing a key read from the record costs a length and
+/// two word compares (comparing its bytes with the kept bytes loaded both sides and went
+/// by the key's length: about twice the instructions).
+#[derive(Clone, Copy)]
+struct ShapeKey {
+    /// The key's offset in `CONST_BYTES`, `STMT` for a key of the record of at most 16
+    /// bytes, `SLOW` for any other (its bytes are compared).
+    tag: u32,
+    len: u32,
+    words: (u64, u64),
+}
+
+impl ShapeKey {
+    const STMT: u32 = u32::MAX - 1;
+    const SLOW: u32 = u32::MAX;
 }
 
 /// Shapes kept (the lab's scaled log has 7).
 const SHAPES: usize = 8;
 
+/// The bytes `s[a..b]` (at most 16) as two little-endian words, zero past the end.
+#[inline(always)]
+fn key_words(s: &[u8], a: usize, b: usize) -> (u64, u64) {
+    let n = b - a;
+    debug_assert!(n <= 16);
+    let word = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap());
+    // The n low bytes of a word (n <= 8).
+    let low = |w: u64, n: usize| if n == 0 { 0 } else { w & (!0u64 >> (64 - 8 * n)) };
+    match s.get(a..a + 16) {
+        // A key is nearly always followed by its value: 16 bytes can be read at once.
+        Some(w) => {
+            let (lo, hi) = (word(&w[..8]), word(&w[8..]));
+            if n <= 8 {
+                (low(lo, n), 0)
+            } else {
+                (lo, low(hi, n - 8))
+            }
+        }
+        None => {
+            let mut buf = [0u8; 16];
+            buf[..n].copy_from_slice(&s[a..b]);
+            (word(&buf[..8]), word(&buf[8..]))
+        }
+    }
+}
+
+/// A cheap summary of a list's keys (their constants and lengths), so that a kept shape
+/// is tried only when its keys may be the list's (trying each kept shape in turn cost
+/// about 300 instructions an event in failed comparisons).
+#[inline]
+fn key_sig(items: &[Item]) -> u64 {
+    items.iter().step_by(2).fold(items.len() as u64, |h, k| {
+        // Its length and source (constants of one length share a summary: `fits` tells).
+        h.rotate_left(7) ^ u64::from(k.b.wrapping_sub(k.a) ^ (k.src as u32) << 24)
+    })
+}
+
 impl Shape {
     /// The keys of `items` are this shape's.
     #[inline]
     fn fits(&self, items: &[Item], places: Places) -> bool {
-        let mut start = 0;
         items.len() == self.items
-            && items.iter().step_by(2).zip(self.ends.iter().zip(&self.consts)).all(|(&k, (&end, &c))| {
-                let last = &self.keys[start..end as usize];
-                start = end as usize;
-                // A constant key is compared by its index (a constant and a key read
+            && items.iter().step_by(2).zip(&self.words).enumerate().all(|(j, (&k, w))| match k.src {
+                // A constant key is compared by its offset (a constant and a key read
                 // from the record with the same bytes do not fit: the long way then).
-                match k.src {
-                    Src::Const => c == k.a,
-                    Src::Stmt => c == u32::MAX && same_bytes(&places.stmt[k.a as usize..k.b as usize], last),
-                    _ => c == u32::MAX && same_bytes(places.bytes(k), last),
+                Src::Const => w.tag == k.a,
+                Src::Stmt if w.tag == ShapeKey::STMT => {
+                    w.len == k.b - k.a && key_words(places.stmt(), k.a as usize, k.b as usize) == w.words
+                }
+                _ => {
+                    let start = if j == 0 { 0 } else { self.ends[j - 1] as usize };
+                    w.tag == ShapeKey::SLOW && same_bytes(places.bytes(k), &self.keys[start..self.ends[j] as usize])
                 }
             })
     }
@@ -1287,13 +1451,15 @@ impl Shape {
 
 impl Pairs {
     fn resolve(&mut self, items: &[Item], places: Places, out: &mut Vec<(Item, Option<Item>)>, known: &mut [u16; 10]) {
-        let found = if self.shapes.get(self.last).is_some_and(|s| s.fits(items, places)) {
+        let sig = key_sig(items);
+        let try_shape = |s: &Shape| s.sig == sig && s.fits(items, places);
+        let found = if self.shapes.get(self.last).is_some_and(try_shape) {
             Some(self.last)
         } else {
-            self.shapes.iter().position(|s| s.fits(items, places))
+            self.shapes.iter().position(try_shape)
         };
         let Some(i) = found else {
-            self.resolve_new(items, places, out, known);
+            self.resolve_new(items, places, out, known, sig);
             return;
         };
         let shape = &self.shapes[i];
@@ -1303,8 +1469,21 @@ impl Pairs {
             *known = shape.known;
             self.last = i;
         }
-        for (pair, &slot) in items.chunks(2).zip(&shape.slots) {
-            out[slot as usize] = (pair[0], pair.get(1).copied());
+        let pairs = items.chunks_exact(2);
+        let odd = pairs.remainder().first().copied();
+        let n = pairs.len();
+        if shape.in_order {
+            // No key repeats (nearly every list): pair j is prop j, a plain copy.
+            for (o, pair) in out.iter_mut().zip(pairs) {
+                *o = (pair[0], Some(pair[1]));
+            }
+        } else {
+            for (pair, &slot) in pairs.zip(&shape.slots) {
+                out[slot as usize] = (pair[0], Some(pair[1]));
+            }
+        }
+        if let Some(k) = odd {
+            out[shape.slots[n] as usize] = (k, None);
         }
     }
 
@@ -1314,6 +1493,7 @@ impl Pairs {
         places: Places,
         out: &mut Vec<(Item, Option<Item>)>,
         known: &mut [u16; 10],
+        list_sig: u64,
     ) {
         out.clear();
         self.sigs.clear();
@@ -1346,7 +1526,7 @@ impl Pairs {
         self.victim = (self.victim + 1) % SHAPES;
         shape.keys.clear();
         shape.ends.clear();
-        shape.consts.clear();
+        shape.words.clear();
         shape.slots.clear();
         // Keys are looked up in a small open-addressing table of their signatures
         // (length and first and last bytes), so a repeated key is found without
@@ -1360,7 +1540,14 @@ impl Pairs {
             let kb = bytes(k);
             shape.keys.extend_from_slice(kb);
             shape.ends.push(shape.keys.len() as u32);
-            shape.consts.push(if k.src == Src::Const { k.a } else { u32::MAX });
+            let len = kb.len() as u32;
+            shape.words.push(match k.src {
+                Src::Const => ShapeKey { tag: k.a, len, words: (0, 0) },
+                Src::Stmt if len <= 16 => {
+                    ShapeKey { tag: ShapeKey::STMT, len, words: key_words(places.stmt(), k.a as usize, k.b as usize) }
+                }
+                _ => ShapeKey { tag: ShapeKey::SLOW, len, words: (0, 0) },
+            });
             let ks = sig(kb);
             let mut h = (ks.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize;
             let slot = loop {
@@ -1384,6 +1571,8 @@ impl Pairs {
             shape.slots.push(slot as u16);
         }
         shape.items = items.len();
+        shape.in_order = shape.slots.iter().enumerate().all(|(j, &slot)| slot as usize == j);
+        shape.sig = list_sig;
         shape.props = out.len();
         shape.known = *known;
     }
