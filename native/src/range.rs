@@ -345,9 +345,11 @@ struct Digester<'o> {
     ts_cache: (Vec<u8>, Ts),
     /// The last ids of user, host and db (consecutive events mostly repeat them).
     last_texts: [Option<u32>; 3],
-    /// Per property position, the `keys` entry the previous event had there (events
-    /// repeat their header lines in order): checked with `same_bytes`, not memcmp.
-    key_at: Vec<usize>,
+    /// Per `keys` entry (+1; 0 for an event's first property), the entry that followed it
+    /// last time: header lines come in a fixed order, but an optional line (a `# Time:`,
+    /// `Id:`, a server's extra fields) shifts every later position, while what follows a
+    /// given name rarely changes. Checked with `same_bytes`, not memcmp.
+    key_after: Vec<usize>,
     /// The numeric attribute id of `Query_time`, once seen.
     query_time_num: Option<u16>,
     /// The range's first events wait for the context before it (engine.py `deferring`).
@@ -408,7 +410,7 @@ impl<'o> Digester<'o> {
             ids,
             ts_cache: (Vec::new(), Ts::from(b"")),
             last_texts: [None; 3],
-            key_at: Vec::new(),
+            key_after: Vec::new(),
             query_time_num: None,
             deferring: !options.context_known && (options.needs_ts() || options.needs_db()),
             kept_events: HashMap::default(),
@@ -603,19 +605,22 @@ impl<'o> Digester<'o> {
         let rows_affected = ev.known(Known::RowsAffected);
         // Query_time was typed by `head`: the same bytes type the same.
         let query_time_raw = query_time.and_then(|qt| ev.known(Known::QueryTime).map(|raw| (raw, qt)));
+        // `key_after` slot of the previous property (0: none yet).
+        let mut after = 0;
         for (position, (key, value)) in ev.iter().enumerate() {
             let Some(value) = value else { continue };
-            let k = match self.key_at.get(position) {
-                Some(&k) if same_bytes(&self.keys.infos[k].name, key) => k,
+            let k = match self.key_after.get(after) {
+                Some(&k) if k != usize::MAX && same_bytes(&self.keys.infos[k].name, key) => k,
                 _ => {
                     let k = self.keys.lookup(position, key);
-                    if self.key_at.len() <= position {
-                        self.key_at.resize(position + 1, 0);
+                    if self.key_after.len() <= after {
+                        self.key_after.resize(after + 1, usize::MAX);
                     }
-                    self.key_at[position] = k;
+                    self.key_after[after] = k;
                     k
                 }
             };
+            after = k + 1;
             let info = &mut self.keys.infos[k];
             if info.ignored {
                 continue;
