@@ -216,6 +216,7 @@ fn cached_fingerprints_are_the_fingerprints() {
         format!("SELECT a FROM t8 WHERE x/**/in ({})", list(",", 600)),
         format!("SELECT a FROM t8 WHERE x/**/in ({})", list(",", 601)),
         format!("SELECT a FROM t8 WHERE xin ({})", list(",", 600)),
+        format!("SELECT a FROM t8 WHERE xin ({})", list(",", 601)),
         format!("SELECT a FROM t8 WHERE 'x in ({})", list(",", 600)),
         format!("SELECT a FROM t8 WHERE 'x' in ({}) AND y = 'in (1)'", list(",", 600)),
         format!("SELECT a FROM t8 WHERE x = 1 -- in ({})\n", list(",", 600)),
