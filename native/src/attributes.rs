@@ -63,8 +63,9 @@ pub(crate) struct KeyCache {
 impl KeyCache {
     #[inline]
     pub(crate) fn lookup(&mut self, position: usize, key: &[u8]) -> usize {
+        // A position never filled holds `usize::MAX`, which `get` turns down.
         if let Some(&i) = self.by_position.get(position) {
-            if &self.infos[i].name[..] == key {
+            if self.infos.get(i).is_some_and(|info| &info.name[..] == key) {
                 return i;
             }
         }

@@ -261,6 +261,8 @@ struct FingerprintCache {
     texts: KeyTable,
     keys: Vec<u8>,
     key: Vec<u8>,
+    /// `fold_lists`' IN lists.
+    lists: Vec<(usize, usize, bool)>,
     text_key: Vec<u8>,
     hasher: foldhash::fast::FixedState,
 }
@@ -272,10 +274,18 @@ impl FingerprintCache {
     const BYTES: usize = 16 << 20;
 
     fn id(&mut self, statement: &[u8], fp: &mut Fingerprinter, fingerprints: &mut Interner) -> u32 {
-        let by_statement = statement.len() <= Self::LONGEST && crate::fingerprint::digits_never_matter(statement);
         let mut statement_hash = 0;
+        let by_statement = crate::fingerprint::digits_never_matter(statement)
+            && if statement.len() <= Self::LONGEST {
+                statement_hash = fold(&self.hasher, statement, &mut self.key);
+                true
+            } else {
+                fold_lists(statement, &mut self.key, &mut self.lists).is_some() && {
+                    statement_hash = std::hash::BuildHasher::hash_one(&self.hasher, &self.key[..]);
+                    true
+                }
+            };
         if by_statement {
-            statement_hash = fold(&self.hasher, statement, &mut self.key);
             if let Some(id) = find(&self.table, &self.keys, &self.key, statement_hash) {
                 return id;
             }
@@ -312,8 +322,77 @@ type KeyTable = hashbrown::HashTable<(u64, u32, u32, u32)>;
 #[inline]
 fn fold(hasher: &foldhash::fast::FixedState, s: &[u8], key: &mut Vec<u8>) -> u64 {
     key.clear();
-    key.extend(s.iter().map(|&b| if b.wrapping_sub(b'1') < 9 { b'0' } else { b }));
+    fold_into(key, s);
     std::hash::BuildHasher::hash_one(hasher, &key[..])
+}
+
+/// Append `s` with every digit as `0`.
+#[inline]
+fn fold_into(key: &mut Vec<u8>, s: &[u8]) {
+    key.extend(s.iter().map(|&b| if b.wrapping_sub(b'1') < 9 { b'0' } else { b }));
+}
+
+/// The first key of a statement longer than `LONGEST`: digits as `0`, as `fold` makes
+/// them, and each IN list of unsigned integers, commas and spaces as one `0` (`0 0` when
+/// it holds a space, which `use_statement` tells apart). Such statements are mostly their
+/// list, and pt makes any of them `in(?+)` whatever its length: the per-character pass
+/// sees `in` then the list (`integer_list_end`). That holds when the byte before `in` is
+/// whitespace: no string or comment rule can end right after it, and none removes it
+/// (`x/**/in (1)` is not a list to pt, and is not folded here). The list holds no quote,
+/// comment mark, parenthesis or letter, so no other step sees it differently.
+///
+/// The lists are found first (`lists`: where each opens and closes, and its blank), so a
+/// statement that stays longer than `LONGEST` without them (a long multi-row INSERT) is
+/// not folded at all: `None`.
+fn fold_lists(s: &[u8], key: &mut Vec<u8>, lists: &mut Vec<(usize, usize, bool)>) -> Option<()> {
+    // A long multi-row INSERT has a `(` per row and no IN list to speak of: looking at
+    // each would cost more than the lists save (its first tuple keys the second table).
+    let head = s.iter().position(|&b| !b.is_ascii_whitespace()).unwrap_or(0);
+    let verb = s.get(head..head + 7).unwrap_or(&[]);
+    if verb.get(..6).is_some_and(|v| v.eq_ignore_ascii_case(b"insert")) || verb.eq_ignore_ascii_case(b"replace") {
+        return None;
+    }
+    lists.clear();
+    let mut kept = s.len();
+    let mut i = 0;
+    while let Some(open) = memchr::memchr(b'(', &s[i..]).map(|k| k + i) {
+        i = open + 1;
+        if let Some((close, blank)) = after_in(s, open).then(|| integer_list(s, open + 1)).flatten() {
+            lists.push((open, close, blank));
+            kept -= close - open - 1;
+            i = close;
+        }
+    }
+    if kept > FingerprintCache::LONGEST {
+        return None;
+    }
+    key.clear();
+    let mut last = 0;
+    for &(open, close, blank) in lists.iter() {
+        fold_into(key, &s[last..=open]);
+        key.extend_from_slice(if blank { b"0 0" } else { b"0" });
+        last = close;
+    }
+    fold_into(key, &s[last..]);
+    Some(())
+}
+
+/// Is `s[open]` (a `(`) preceded by `in`, spaces between, whitespace or nothing before?
+fn after_in(s: &[u8], open: usize) -> bool {
+    let w = open - s[..open].iter().rev().take_while(|&&b| b == b' ').count();
+    w >= 2 && s[w - 2..w].eq_ignore_ascii_case(b"in") && (w == 2 || matches!(s[w - 3], b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+/// The `)` that closes a list of digits, commas and spaces starting at `s[from]` (with a
+/// digit at least), and whether it holds a space.
+fn integer_list(s: &[u8], from: usize) -> Option<(usize, bool)> {
+    let member = |b: &u8| b.is_ascii_digit() || *b == b',' || *b == b' ';
+    let body = &s[from..];
+    let mut j = crate::fingerprint::list_blocks(body);
+    j += body[j..].iter().take_while(|b| member(b)).count();
+    let list = &body[..j];
+    (body.get(j) == Some(&b')') && list.iter().any(u8::is_ascii_digit))
+        .then(|| (from + j, memchr::memchr(b' ', list).is_some()))
 }
 
 #[inline]
@@ -345,9 +424,11 @@ struct Digester<'o> {
     ts_cache: (Vec<u8>, Ts),
     /// The last ids of user, host and db (consecutive events mostly repeat them).
     last_texts: [Option<u32>; 3],
-    /// Per property position, the `keys` entry the previous event had there (events
-    /// repeat their header lines in order): checked with `same_bytes`, not memcmp.
-    key_at: Vec<usize>,
+    /// Per `keys` entry (+1; 0 for an event's first property), the entry that followed it
+    /// last time: header lines come in a fixed order, but an optional line (a `# Time:`,
+    /// `Id:`, a server's extra fields) shifts every later position, while what follows a
+    /// given name rarely changes. Checked with `same_bytes`, not memcmp.
+    key_after: Vec<usize>,
     /// The numeric attribute id of `Query_time`, once seen.
     query_time_num: Option<u16>,
     /// The range's first events wait for the context before it (engine.py `deferring`).
@@ -408,7 +489,7 @@ impl<'o> Digester<'o> {
             ids,
             ts_cache: (Vec::new(), Ts::from(b"")),
             last_texts: [None; 3],
-            key_at: Vec::new(),
+            key_after: Vec::new(),
             query_time_num: None,
             deferring: !options.context_known && (options.needs_ts() || options.needs_db()),
             kept_events: HashMap::default(),
@@ -603,19 +684,22 @@ impl<'o> Digester<'o> {
         let rows_affected = ev.known(Known::RowsAffected);
         // Query_time was typed by `head`: the same bytes type the same.
         let query_time_raw = query_time.and_then(|qt| ev.known(Known::QueryTime).map(|raw| (raw, qt)));
+        // `key_after` slot of the previous property (0: none yet).
+        let mut after = 0;
         for (position, (key, value)) in ev.iter().enumerate() {
             let Some(value) = value else { continue };
-            let k = match self.key_at.get(position) {
-                Some(&k) if same_bytes(&self.keys.infos[k].name, key) => k,
+            let k = match self.key_after.get(after) {
+                Some(&k) if k != usize::MAX && same_bytes(&self.keys.infos[k].name, key) => k,
                 _ => {
                     let k = self.keys.lookup(position, key);
-                    if self.key_at.len() <= position {
-                        self.key_at.resize(position + 1, 0);
+                    if self.key_after.len() <= after {
+                        self.key_after.resize(after + 1, usize::MAX);
                     }
-                    self.key_at[position] = k;
+                    self.key_after[after] = k;
                     k
                 }
             };
+            after = k + 1;
             let info = &mut self.keys.infos[k];
             if info.ignored {
                 continue;
