@@ -80,16 +80,22 @@ def digest_logs(
     parse_order_by(options.order_by)
     report.check()
     with _opened(tables) as writer:  # a wrong DSN or table fails before any log is read
+        loader = None
         if rules is not None:
             # The rules' modules (sqlglot among them) load while the core digests on its
             # own threads, instead of after it.
-            threading.Thread(target=_load_rules, name="govern-load-rules", daemon=True).start()
+            loader = threading.Thread(target=_load_rules, name="govern-load-rules", daemon=True)
+            loader.start()
         started = time.monotonic()
         digest = digest_paths(list(inputs), options)
         for line in input_warnings(digest):
             warn(line)
         if not is_terminal():
             info(summary_line(digest, time.monotonic() - started))
+        if loader is not None:
+            # sqlglot registers its MySQL dialect before setting it up: a rule that looked
+            # it up mid-load would read with the default grammar (a spurious META001).
+            loader.join()
         return render_digest(digest, report, rules, stream, writer)
 
 
