@@ -648,6 +648,7 @@ def span_figures(
     since: dt.datetime,
     until: dt.datetime,
     exact: dict[str, set[str]] | None = None,
+    pieces: Pieces | None = None,
 ) -> dict[str, Figures]:
     """Each host's classes over [since, until): whole fresh days from its day roll-ups, the
     rest from its hourly rows (report()'s reading). The server sums each class's count and
@@ -658,7 +659,12 @@ def span_figures(
     asked), the hours of a day cut by the span are, when most of a fresh day, summed as its
     day roll-up minus its other hours, and their rows read only for those classes (the
     others' on first use, :func:`refine`): a 24-hour window cuts the baseline's last day
-    into 18 to 23 hours a class, which were most of the rows read."""
+    into 18 to 23 hours a class, which were most of the rows read.
+
+    ``pieces`` carries the window's sums to the baseline: the window's (``exact`` None)
+    hours before the midnight that ends the baseline's last day are summed apart and kept
+    there; the baseline's (``exact`` given) subtracts them from that day's roll-up instead
+    of reading those hours again."""
     days = _full_days(since, until)
     fresh: dict[str, set[str]] = {host: set() for host in hosts}
     if days:
@@ -677,12 +683,13 @@ def span_figures(
         plan = _subtract(source.ranges, cut.get(host, set()))
         source.partial = plan.partial
         plans.append((host, source, plan))
+    known = {} if pieces is None else pieces
     sums = parallel(
         store,
         [
             functools.partial(
-                _sums, host=host, days=source.days, ranges=plan.ranges, cut=plan.days,
-                minus=plan.minus,
+                _span_sums, host=host, days=source.days, ranges=plan.ranges, cut=plan.days,
+                minus=plan.minus, pieces=known, keep=pieces is not None and exact is None,
             )
             for host, source, plan in plans
         ],
@@ -727,6 +734,101 @@ def span_figures(
         source.fold(classes, rows)
     return found
 
+
+#: Per (host, first, end) of hours: each class's (count, total µs) in them
+#: (:func:`span_figures`)
+Pieces = dict[tuple[str, str, str], dict[str, tuple[int, int]]]
+
+
+def _span_sums(
+    store: SqlStore,
+    host: str,
+    days: Sequence[str],
+    ranges: list[tuple[str, str]],
+    cut: Sequence[str],
+    minus: Sequence[tuple[str, str]],
+    pieces: Pieces,
+    keep: bool,
+) -> list[tuple[Any, ...]]:
+    """:func:`_sums`, with the pieces of hours the baseline will subtract (``keep``: the
+    window's) summed apart and kept in ``pieces``, or (the baseline's) taken from them."""
+    if keep:
+        split = [piece for low, high in ranges for piece in _at_midnights(low, high)]
+        kept = [(low, high) for low, high in split if _kept(low, high)]
+        if not kept:
+            return _sums(store, host, days, ranges, cut=cut, minus=minus)
+        rest = [piece for piece in split if piece not in kept]
+        found = [_sums(store, host, days, rest, cut=cut, minus=minus)] if days or rest else []
+        for low, high in kept:
+            rows = _sums(store, host, (), [(low, high)])
+            pieces[(host, low, high)] = {str(row[0]): (int(row[1]), int(row[2])) for row in rows}
+            found.append(rows)
+        return _merged(found)
+    taken = [pieces[(host, *piece)] for piece in minus if (host, *piece) in pieces]
+    if not taken:
+        return _sums(store, host, days, ranges, cut=cut, minus=minus)
+    rest = [piece for piece in minus if (host, *piece) not in pieces]
+    rows = _sums(store, host, days, ranges, cut=cut, minus=rest)
+    return _minus(rows, taken)
+
+
+def _at_midnights(low: str, high: str) -> Iterator[tuple[str, str]]:
+    cursor, end = _moment(low), _moment(high)
+    while cursor < end:
+        stop = min(end, cursor.replace(hour=0, minute=0, second=0) + dt.timedelta(days=1))
+        yield stamp(cursor), stamp(stop)
+        cursor = stop
+
+
+def _kept(low: str, high: str) -> bool:
+    """Hours that end the day they start in, from more than 12 hours into it: the part of
+    that day a baseline ending at ``low`` takes off its roll-up (:func:`_subtract`)."""
+    first, end = _moment(low), _moment(high)
+    day = first.replace(hour=0, minute=0, second=0, microsecond=0)
+    return end == day + dt.timedelta(days=1) and first - day > dt.timedelta(hours=12)
+
+
+def _merged(parts: list[list[tuple[Any, ...]]]) -> list[tuple[Any, ...]]:
+    """The sums of several parts' rows as one query's outer ``GROUP BY`` (:data:`_OUTER`)."""
+    if len(parts) == 1:
+        return parts[0]
+    by_id: dict[str, list[Any]] = {}
+    for rows in parts:
+        for row in rows:
+            slot = by_id.get(str(row[0]))
+            if slot is None:
+                by_id[str(row[0])] = list(row)
+                continue
+            slot[1] += row[1]
+            slot[2] += row[2]
+            for at, choose in _CHOOSE:
+                slot[at] = _pick(choose, slot[at], row[at])
+            slot[9] = int(slot[9] or 0) + int(row[9] or 0)
+    return [tuple(slot) for slot in by_id.values()]
+
+
+#: How :func:`_merged` folds the columns 3 to 8 (:data:`_OUTER`)
+_CHOOSE = ((3, max), (4, max), (5, min), (6, max), (7, min), (8, max))
+
+
+def _minus(
+    rows: list[tuple[Any, ...]], taken: list[dict[str, tuple[int, int]]]
+) -> list[tuple[Any, ...]]:
+    """``rows`` with the count and time of ``taken`` subtracted, as the ``minus`` part of
+    :func:`_sums` would (a class only there: a row of negative sums)."""
+    by_id = {str(row[0]): list(row) for row in rows}
+    for piece in taken:
+        for class_id, (count, micro) in piece.items():
+            slot = by_id.get(class_id)
+            if slot is None:
+                by_id[class_id] = [class_id, -count, -micro, *_NULLS]
+            else:
+                slot[1] = int(slot[1]) - count
+                slot[2] = int(slot[2]) - micro
+    return [tuple(slot) for slot in by_id.values()]
+
+
+_NULLS = (None,) * 6 + (0,)
 
 T = TypeVar("T")
 
@@ -884,17 +986,19 @@ def _sums(
     (:func:`find_worst`): building its text for every row summed was half the server's
     work."""
     if store.dialect == "mysql":
-        index = "{table} FORCE INDEX ({table}_figures)"
+        index = "{table} FORCE INDEX ({table}_{name})"
     else:
-        index = "{table} INDEXED BY {table}_figures"
+        index = "{table} INDEXED BY {table}_{name}"
     # the covering indexes of migrations 0006/0008: the rows' states are not read (MariaDB
     # chose the primary key, and read them, 5x slower); each part grouped on its own, so
     # the union the outer query groups again is a row per class and part, not per row.
     # One host a query: grouped by (host, class) over the fleet, MariaDB's temporary table
     # outgrew memory and went to disk (6.0 s for the window's 600,000 rows, 50 hosts x 40
     # ms one host at a time)
-    day_table = index.format(table="history_day_classes")
-    hour_table = index.format(table="history_classes")
+    day_table = index.format(table="history_day_classes", name="figures")
+    hour_table = index.format(table="history_classes", name="figures")
+    # a few classes' rows of hours by (host, class): their entries only (migration 0010)
+    class_table = index.format(table="history_classes", name="bounds")
     parts: list[str] = []
     args: list[Any] = []
 
@@ -921,7 +1025,7 @@ def _sums(
     if ids:
         marks = ", ".join(["?"] * len(ids))
         for low, high in partial:
-            part("bounds", hour_table, f"start >= ? AND start < ? AND class_id IN ({marks})",
+            part("bounds", class_table, f"start >= ? AND start < ? AND class_id IN ({marks})",
                  (low, high, *ids), alone)  # fmt: skip
     if not parts:
         return []

@@ -31,6 +31,7 @@ from govern.history.figures import (
     Pair,
     StateReader,
     find_worst,
+    Pieces,
     hours_with_data,
     load,
     span_figures,
@@ -474,10 +475,12 @@ def find_regressions(
     read = StateReader(store)
     found: list[Regression] = []
     not_judged: dict[str, str] = {}
-    afters = span_figures(store, read, hosts, window_since, until)
+    pieces: Pieces = {}  # the window's hours the baseline's last day subtracts
+    afters = span_figures(store, read, hosts, window_since, until, pieces=pieces)
     befores = span_figures(
-        store, read, hosts, baseline_since, window_since, exact=_asked(afters, rules)
-    )
+        store, read, hosts, baseline_since, window_since, exact=_asked(afters, rules),
+        pieces=pieces,
+    )  # fmt: skip
     sides = [(host, befores[host], afters[host]) for host in hosts]
     spans = {host: _spans(hours[host], baseline_since, window_since, until) for host in hosts}
     for host, (before_span, after_span) in spans.items():

@@ -459,6 +459,19 @@ MIGRATIONS = [
             for dialect, engine in (("sqlite", ""), ("mysql", " ENGINE=InnoDB"))
         },
     ),
+    # govern regressions reads a cut day's hours only for the few hundred classes it may
+    # flag (their largest event, flags and percentile buckets): by (host, class), a few
+    # entries a class instead of a scan of every class of the host's hours
+    Migration(
+        "history_0010_class_bounds",
+        dict.fromkeys(
+            ("sqlite", "mysql"),
+            """
+            CREATE INDEX history_classes_bounds ON history_classes
+                (host, class_id, start, qt_max, explained, qt_p95_key, qt_p99_key)
+            """,
+        ),
+    ),
 ]
 
 
