@@ -59,43 +59,45 @@ class ClassFigures:
     a report's class (``key``, ``id``, ``count``, ``total_time``, ``query_time``,
     ``sample``, ``fingerprint``), the costly parts computed on first use."""
 
-    __slots__ = ("_any", "_bounds", "_explained", "_fingerprint", "_found", "_keys", "_order",
-                 "_partial", "_plan", "_plan_read", "_qt_max", "_raw", "_read", "_rows", "_sketch", "_stat",
-                 "_worst", "count", "id", "micro", "parts", "source")  # fmt: skip
+    # No __slots__: the ~240,000 host-classes of a fleet's check are built with three
+    # attributes set, the rest read from these class defaults until first written (23
+    # slots set in __init__ were 0.5 of the client's CPU seconds)
+    count = 0
+    micro = 0
+    _qt_max = -1
+    #: the fleet's: each host's figures (this shared empty list is never appended to:
+    #: :meth:`absorb` gives a class its own)
+    parts: list[ClassFigures] = []  # noqa: RUF012
+    _rows: list[tuple[Ref, bytes | None, int]] | None = None
+    #: the largest of the rows' ``explained`` flags (2: a row lacks it); 0: no row holds
+    #: a plan, so the worst row is not looked up for one
+    _any = 2
+    #: a host's: its largest event, flags and buckets still lack the rows of the source's
+    #: ``partial`` hours (only their count and time were summed: the day roll-up minus the
+    #: other hours); the fleet's: not yet folded from its parts
+    _partial = False
+    _found = False  # the worst row looked up (find_worst)
+    _worst: Ref | None = None
+    _order: tuple[Any, ...] = ()  # its place in report()'s merge order
+    _explained: int | None = None  # its flag (None: the row lacks it)
+    #: the lowest and highest p95 and p99 buckets of the rows (bounds.py; None: a row
+    #: lacks them, or no row yet)
+    _keys: Keys | None = None
+    #: the buckets (lowest, highest p95, same of p99; None: no row yet) and the rows
+    #: without them, as summed so far (a host's partial figures, :meth:`_fold`)
+    _raw: tuple[int | None, int | None, int | None, int | None, int] = (
+        None, None, None, None, 0)  # fmt: skip
+    _sketch: dict[int, int] | None = None
+    _stat: Pair | None = None
+    _bounds: tuple[Pair, Pair] | None = None
+    _fingerprint: str | None = None
+    _plan: dict[str, Any] | None = None
+    _plan_read = False
 
     def __init__(self, class_id: str, read: StateReader, source: Source | None = None) -> None:
         self.id = class_id
-        self.count = 0
-        self.micro = 0
-        self._qt_max = -1
         self.source = source  # where a host's rows are (None: the fleet's, from its parts)
-        self.parts: list[ClassFigures] = []  # the fleet's: each host's figures
-        self._rows: list[tuple[Ref, bytes | None, int]] | None = None
-        #: the largest of the rows' ``explained`` flags (2: a row lacks it); 0: no row holds
-        #: a plan, so the worst row is not looked up for one
-        self._any = 2
-        #: a host's: its largest event, flags and buckets still lack the rows of the
-        #: source's ``partial`` hours (only their count and time were summed: the day
-        #: roll-up minus the other hours); the fleet's: not yet folded from its parts
-        self._partial = False
-        self._found = False  # the worst row looked up (find_worst)
-        self._worst: Ref | None = None
-        self._order: tuple[Any, ...] = ()  # its place in report()'s merge order
-        self._explained: int | None = None  # its flag (None: the row lacks it)
-        #: the lowest and highest p95 and p99 buckets of the rows (bounds.py; None: a row
-        #: lacks them, or no row yet)
-        self._keys: Keys | None = None
-        #: the buckets (lowest, highest p95, same of p99; None: no row yet) and the rows
-        #: without them, as summed so far (a host's partial figures, :meth:`_fold`)
-        self._raw: tuple[int | None, int | None, int | None, int | None, int] = (
-            None, None, None, None, 0)  # fmt: skip
         self._read = read
-        self._sketch: dict[int, int] | None = None
-        self._stat: Pair | None = None
-        self._bounds: tuple[Pair, Pair] | None = None
-        self._fingerprint: str | None = None
-        self._plan: dict[str, Any] | None = None
-        self._plan_read = False
 
     def add(
         self,
@@ -222,7 +224,10 @@ class ClassFigures:
         its largest event, flags and buckets folded in when first asked."""
         self.count += other.count
         self.micro += other.micro
-        self.parts.append(other)
+        if self.parts:
+            self.parts.append(other)
+        else:
+            self.parts = [other]
         self._partial = True
 
     # --- what judge reads ---------------------------------------------------------------
@@ -683,13 +688,13 @@ def span_figures(
         plan = _subtract(source.ranges, cut.get(host, set()))
         source.partial = plan.partial
         plans.append((host, source, plan))
-    known = {} if pieces is None else pieces
+    kept: Pieces = {} if pieces is None else pieces
     sums = parallel(
         store,
         [
             functools.partial(
                 _span_sums, host=host, days=source.days, ranges=plan.ranges, cut=plan.days,
-                minus=plan.minus, pieces=known, keep=pieces is not None and exact is None,
+                minus=plan.minus, pieces=kept, keep=pieces is not None and exact is None,
             )
             for host, source, plan in plans
         ],

@@ -29,9 +29,9 @@ from govern.history.bounds import value_range
 from govern.history.figures import (
     Figures,
     Pair,
+    Pieces,
     StateReader,
     find_worst,
-    Pieces,
     hours_with_data,
     load,
     span_figures,
