@@ -17,6 +17,7 @@ from govern.digest.runner import digest_bytes
 from govern.history import bounds
 from govern.history.figures import (
     Figures,
+    Pieces,
     StateReader,
     host_figures,
     hours_with_data,
@@ -138,10 +139,23 @@ def check_cut_days(store: SqlStore, since: datetime, until: datetime) -> None:
     read = StateReader(store)
     plain = span_figures(store, read, hosts, since, until)
     every = {host: set(plain[host].by_id) for host in hosts}
-    for exact in ({}, every):
-        cut = span_figures(store, StateReader(store), hosts, since, until, exact=exact)
-        pairs = [(plain[host], cut[host]) for host in hosts]
-        pairs.append((Figures.summed(plain.values(), read), Figures.summed(cut.values(), read)))
+    # the window after the span sums its hours before midnight apart, and the span's last
+    # day takes them off its roll-up instead of reading them again: the same figures
+    pieces: Pieces = {}
+    after = until + timedelta(hours=24)
+    window = span_figures(store, StateReader(store), hosts, until, after, pieces=pieces)
+    assert bool(pieces) == (until.hour > 12), sorted(pieces)
+    alone = span_figures(store, read, hosts, until, after)
+    for exact, kept in (({}, None), (every, None), (every, pieces), (None, None)):
+        if exact is None:  # the window, its pieces summed apart, against one sum
+            cut, want_all = window, alone
+        else:
+            cut = span_figures(
+                store, StateReader(store), hosts, since, until, exact=exact, pieces=kept
+            )
+            want_all = plain
+        pairs = [(want_all[host], cut[host]) for host in hosts]
+        pairs.append((Figures.summed(want_all.values(), read), Figures.summed(cut.values(), read)))
         for want, got in pairs:
             assert sorted(want.by_id) == sorted(got.by_id)
             for cls in want.classes:
