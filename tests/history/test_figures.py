@@ -188,7 +188,7 @@ def check_joined_texts_cut(store: MysqlStore, since: datetime, until: datetime) 
     whole = figures()
     connections = [store, store.twin()]
     for connection in connections:
-        connection.run("SET SESSION group_concat_max_len = 100")
+        connection.run("SET SESSION group_concat_max_len = 20")
     try:
         assert figures() == whole
     finally:
