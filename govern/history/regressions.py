@@ -637,6 +637,13 @@ def _may_rise(was: Judged, now: Judged, rules: Rules) -> bool:
     if not any(judged):
         return False
     high = bounds(now)[1]
+    if not any(
+        ok and new is not None and new >= rules.min_time
+        for ok, new in zip(judged, high, strict=True)
+    ):
+        # no rise reaches min_time whatever the baseline's: its bounds are not worked out
+        # (the fleet's would fold every host's cut day for them)
+        return False
     low = bounds(was)[0]
     return any(
         ok and rose(old, new, rules.factor, rules.min_time)  # new >= min_time too
