@@ -278,6 +278,8 @@ class ClassFigures:
         """The worst event's plan (nothing else of the sample is read)."""
         if not self._plan_read and self.explained == 0:  # its worst row holds no plan
             self._plan, self._plan_read = None, True
+        if self._plan_read and self._plan is None:
+            return _NO_PLAN  # (frozen: one for all; judge asks each class once or twice)
         if not self._plan_read:
             summary = self._worst_state()
             self._plan, self._plan_read = (summary[1] if summary else None), True
@@ -360,6 +362,9 @@ class ClassFigures:
             round(v / 1_000_000, 6) for v in sketch.quantiles(buckets, QUANTILES, low, high)
         )
         return p95, p99
+
+
+_NO_PLAN = SampleQuery("")
 
 
 def _seconds(micro: int) -> float:
