@@ -61,7 +61,7 @@ class ClassFigures:
 
     # No __slots__: the ~240,000 host-classes of a fleet's check are built with three
     # attributes set, the rest read from these class defaults until first written (23
-    # slots set in __init__ were 0.5 of the client's CPU seconds)
+    # slots set in __init__: 0.66 CPU-s for 238,000 in a loop; three: 0.39)
     count = 0
     micro = 0
     _qt_max = -1
