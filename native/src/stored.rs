@@ -541,13 +541,15 @@ type Sketch = Vec<(i128, i128)>;
 /// part (rows.py `STATE_V2`, its zlib part inflated): two u16 counts, the hashes as
 /// little-endian u64, ascending; the tuple has None in their places.
 const PACKED: u8 = 2;
+/// rows.py `STATE_V3`: the same layout, stored so (a roll-up's row is read as it is).
+const PACKED_STORED: u8 = 3;
 
 /// The fingerprint of a stored state, and the state if this module can merge it (its
 /// `fingerprint` left empty: `Merge` sets it on the states it keeps, not on every row).
 pub fn parse(data: &[u8]) -> R<(Vec<u8>, Option<State>)> {
     let mut reader = Reader { data, at: 0, refs: Vec::new() };
     let mut packed = [None, None];
-    if data.first() == Some(&PACKED) {
+    if matches!(data.first(), Some(&PACKED | &PACKED_STORED)) {
         reader.at = 1;
         let head = reader.take(4)?;
         let counts = [u16::from_le_bytes([head[0], head[1]]) as usize, u16::from_le_bytes([head[2], head[3]]) as usize];
