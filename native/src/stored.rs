@@ -966,21 +966,21 @@ mod tests {
 
     #[test]
     fn sketches_add_in_place_as_a_merge() {
-        let cases: [(&[(i128, i128)], &[(i128, i128)]); 6] = [
-            (&[(1, 1), (3, 2)], &[(1, 5), (3, 1)]),
-            (&[(1, 1), (3, 2)], &[(0, 1), (2, 1), (4, 1)]),
-            (&[(2, 1)], &[(0, 1), (1, 1), (2, 7), (9, 1)]),
-            (&[(5, 1), (6, 1)], &[(1, 1)]),
-            (&[(5, 1), (6, 1)], &[(7, 3), (8, 1)]),
-            (&[], &[(1, 1)]),
+        let cases: Vec<(Sketch, Sketch)> = vec![
+            (vec![(1, 1), (3, 2)], vec![(1, 5), (3, 1)]),
+            (vec![(1, 1), (3, 2)], vec![(0, 1), (2, 1), (4, 1)]),
+            (vec![(2, 1)], vec![(0, 1), (1, 1), (2, 7), (9, 1)]),
+            (vec![(5, 1), (6, 1)], vec![(1, 1)]),
+            (vec![(5, 1), (6, 1)], vec![(7, 3), (8, 1)]),
+            (vec![], vec![(1, 1)]),
         ];
         for (a, b) in cases {
             let mut want = std::collections::BTreeMap::new();
-            for (k, n) in a.iter().chain(b) {
+            for (k, n) in a.iter().chain(&b) {
                 *want.entry(*k).or_insert(0) += n;
             }
-            let mut got = a.to_vec();
-            add_sketch(&mut got, &b.to_vec());
+            let mut got = a.clone();
+            add_sketch(&mut got, &b);
             assert_eq!(got, want.into_iter().collect::<Vec<_>>(), "{a:?} + {b:?}");
         }
     }
