@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -141,3 +142,17 @@ def fingerprints_naming(
         fingerprints, ends.tobytes(), [key.encode("utf-8", "surrogatepass") for key in keys]
     )
     return array("I", found)
+
+
+def plain_samples(
+    samples: bytes, ends: array[int], words: Sequence[str], max_depth: int
+) -> bytes | None:
+    """One byte per sample (joined, ending at ``ends``): 1 when the core finds it lexically
+    plain (native/src/screen.rs: META001's lexical checks cannot fire), else 0; None
+    without the core."""
+    if _core is None or _DISABLED:
+        return None
+    found: bytes = _core.plain_samples(
+        samples, ends.tobytes(), [word.encode() for word in words], max_depth
+    )
+    return found

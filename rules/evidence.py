@@ -254,6 +254,10 @@ class DigestEvidence:
         self.tables: dict[str, TableTraffic] = {}
         reads: dict[str, int] = {}
         self._writes: list[_WritePoint] = []
+        #: :meth:`overhead` by (kind, tables written): the same pools give the same line.
+        self._overheads: dict[tuple[str, frozenset[str]], Overhead | None] = {}
+        self._kinds: dict[str, list[_WritePoint]] = {}
+        self._kind_fits: dict[str, Overhead | None] = {}
         table_sets: dict[frozenset[str], frozenset[str]] = {}
         sampled = screen.count_flagged(SAMPLED) > 0
         writers = _writers(screen)
@@ -292,22 +296,35 @@ class DigestEvidence:
         plus a cost per row (both positive), is passed over.
         """
         kind = _write_kind(facts)
-        same_kind = [w for w in self._writes if w.kind == kind]
-        written = {table_key(t) for t in facts.tables_written}
-        pools = [
-            (
-                [w for w in same_kind if written & w.tables],
-                f"statements writing {', '.join(sorted(written))}",
-            ),
-            (same_kind, f"{kind} statements in this log"),
-        ]
-        for pool, scope in pools:
-            points = [w.point for w in pool]
-            line = _weighted_line(points)
-            if line is not None and line[0] > 0 and line[1] > 0:
-                calls = sum(weight for _, _, weight in points)
-                return Overhead(line[0], line[1], calls, len(points), scope)
-        return None
+        written = frozenset(table_key(t) for t in facts.tables_written)
+        key = (kind, written)
+        if key not in self._overheads:  # a week of a fleet: hundreds of classes, few keys
+            self._overheads[key] = self._fit(kind, written)
+        return self._overheads[key]
+
+    def _fit(self, kind: str, written: frozenset[str]) -> Overhead | None:
+        """:meth:`overhead`'s line: over the writes of ``kind`` to ``written``, else over
+        every write of ``kind`` (fitted once a kind)."""
+        same_kind = self._kinds.get(kind)
+        if same_kind is None:
+            same_kind = self._kinds[kind] = [w for w in self._writes if w.kind == kind]
+        pool = [w.point for w in same_kind if written & w.tables]
+        found = _overhead_of(pool, f"statements writing {', '.join(sorted(written))}")
+        if found is not None:
+            return found
+        if kind not in self._kind_fits:
+            points = [w.point for w in same_kind]
+            self._kind_fits[kind] = _overhead_of(points, f"{kind} statements in this log")
+        return self._kind_fits[kind]
+
+
+def _overhead_of(points: list[tuple[float, float, int]], scope: str) -> Overhead | None:
+    """The overhead of the line through ``points`` when it is one (both terms positive)."""
+    line = _weighted_line(points)
+    if line is not None and line[0] > 0 and line[1] > 0:
+        calls = sum(weight for _, _, weight in points)
+        return Overhead(line[0], line[1], calls, len(points), scope)
+    return None
 
 
 def _fingerprint_at(columns: ClassColumns, position: int) -> bytes:

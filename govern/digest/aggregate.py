@@ -415,10 +415,10 @@ class Partial:
         metrics: Sequence[str],
         verbs: Sequence[str],
     ) -> ClassColumns:
-        """The classes of ``keys`` in columns (none marked lexically plain: Python lexes
-        every sample of the Python engine's digest)."""
+        """The classes of ``keys`` in columns (plain samples marked by the core when it is
+        there: a store's merge, saved digests merged; not with the Python engine)."""
         rows = (column_row(self.class_at(key.index), metrics) for key in keys)
-        return columns_of(rows, metrics, verbs)
+        return columns_of(rows, metrics, verbs, words, max_depth)
 
     def fingerprint_of(self, class_id: str) -> bytes | None:
         """The fingerprint of the class whose query ID is ``class_id``, if kept (the

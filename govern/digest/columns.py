@@ -1,7 +1,8 @@
 """Every class of a digest at once, in columns: what the digest rules' screens read
 (govern/rules/screen.py) to decide which classes a rule can fire on at all, so that the
 rules read only those classes. The core fills them in one call
-(``_native.Total.rule_columns``); other sources build them row by row (:func:`columns_of`).
+(``_native.Total.rule_columns``); other sources build them row by row (:func:`columns_of`),
+the core finding their plain samples all at once when it is there.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+from govern import native
 
 #: ClassColumns.flags bits: the class has a sample; it was cut at 64 KB; it is lexically plain
 #: (native/src/screen.rs: META001's lexical checks cannot fire); it was logged 1 in N
@@ -58,9 +61,16 @@ def may_write(fingerprint: bytes, verbs: Sequence[str]) -> bool:
 
 
 def columns_of(
-    rows: Iterable[ColumnRow], metrics: Sequence[str], verbs: Sequence[str]
+    rows: Iterable[ColumnRow],
+    metrics: Sequence[str],
+    verbs: Sequence[str],
+    words: Sequence[str] = (),
+    max_depth: int = 0,
 ) -> ClassColumns:
-    """Columns from rows built in Python; no sample is marked plain (Python lexes them all)."""
+    """Columns from rows built in Python. With ``words`` and ``max_depth`` (META001's), the
+    core marks the lexically plain samples as it does for its own classes (a store's
+    merge, saved digests merged); without them, or without the core, none is (Python lexes
+    them all)."""
     samples, prints = bytearray(), bytearray()
     sample_ends, print_ends, counts = array("Q"), array("Q"), array("Q")
     flags = bytearray()
@@ -78,6 +88,12 @@ def columns_of(
         flags.append(flag)
         for name, value in zip(metrics, row.maxes, strict=True):
             maxes[name].append(value)
+    plain = native.plain_samples(bytes(samples), sample_ends, words, max_depth) if words else None
+    if plain is not None:
+        flags = bytearray(
+            flag | PLAIN if flag & HAS_SAMPLE and is_plain else flag
+            for flag, is_plain in zip(flags, plain, strict=True)
+        )
     return ClassColumns(
         bytes(samples), sample_ends, bytes(prints), print_ends, counts, bytes(flags), dict(maxes)
     )

@@ -41,7 +41,8 @@ class ClassList(list[dict[str, Any]]):
     def columns(
         self, words: Sequence[str], max_depth: int, metrics: Sequence[str], verbs: Sequence[str]
     ) -> ClassColumns:
-        return columns_of((_document_row(item, metrics) for item in self), metrics, verbs)
+        rows = (_document_row(item, metrics) for item in self)
+        return columns_of(rows, metrics, verbs, words, max_depth)
 
     @overload
     def __getitem__(self, index: SupportsIndex) -> dict[str, Any]: ...

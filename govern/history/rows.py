@@ -80,6 +80,8 @@ STATE_V1 = b"\x01"
 STATE_V2 = b"\x02"
 STATE_V3 = b"\x03"
 BINARY = (STATE_V1, STATE_V2, STATE_V3)
+#: The payloads whose distinct-count hashes are packed before the ``marshal`` part.
+_PACKED = (STATE_V2, STATE_V3)
 _COUNTS = struct.Struct("<HH")
 _WORD = 1 << 64
 
@@ -170,8 +172,8 @@ def _load(blob: bytes) -> tuple[Any, ...]:
 
 
 def load_payload(data: bytes) -> tuple[Any, ...]:
-    """The tuple of a :func:`payload` (version 2's hashes put back in their places)."""
-    if data[:1] != STATE_V2:
+    """The tuple of a :func:`payload` (version 2's and 3's hashes put back in their places)."""
+    if data[:1] not in _PACKED:
         value: tuple[Any, ...] = marshal.loads(data)
         return value
     connections, texts, start = _split(data)
@@ -258,8 +260,8 @@ def payload(item: bytes | Mapping[str, Any]) -> bytes:
         item = encode_class(unpack(item))
     if item[:1] == STATE_V1:
         return zlib.decompress(memoryview(item)[1:])
-    if item[:1] == STATE_V3:  # version 2's payload: the same bytes behind its version byte
-        return STATE_V2 + memoryview(item)[1:]
+    if item[:1] == STATE_V3:  # version 2's payload as it is stored: read as it is
+        return item
     start = _split(item)[2]
     return item[:start] + zlib.decompress(memoryview(item)[start:])
 

@@ -80,23 +80,30 @@ def digest_logs(
     parse_order_by(options.order_by)
     report.check()
     with _opened(tables) as writer:  # a wrong DSN or table fails before any log is read
-        loader = None
-        if rules is not None:
-            # The rules' modules (sqlglot among them) load while the core digests on its
-            # own threads, instead of after it.
-            loader = threading.Thread(target=_load_rules, name="govern-load-rules", daemon=True)
-            loader.start()
-        started = time.monotonic()
-        digest = digest_paths(list(inputs), options)
-        for line in input_warnings(digest):
-            warn(line)
-        if not is_terminal():
-            info(summary_line(digest, time.monotonic() - started))
-        if loader is not None:
-            # sqlglot registers its MySQL dialect before setting it up: a rule that looked
-            # it up mid-load would read with the default grammar (a spurious META001).
-            loader.join()
+        with _rules_loading(rules):
+            started = time.monotonic()
+            digest = digest_paths(list(inputs), options)
+            for line in input_warnings(digest):
+                warn(line)
+            if not is_terminal():
+                info(summary_line(digest, time.monotonic() - started))
         return render_digest(digest, report, rules, stream, writer)
+
+
+@contextlib.contextmanager
+def _rules_loading(rules: DigestRuleOptions | None) -> Iterator[None]:
+    """The rules' modules (sqlglot among them) loaded in a thread while the digest is made
+    (the core digests a log, or merges a store's rows, on threads of its own), instead of
+    after it; joined once the digest is made."""
+    if rules is None:
+        yield
+        return
+    loader = threading.Thread(target=_load_rules, name="govern-load-rules", daemon=True)
+    loader.start()
+    yield  # (an error leaves the loader: it is a daemon)
+    # sqlglot registers its MySQL dialect before setting it up: a rule that looked it up
+    # mid-load would read with the default grammar (a spurious META001).
+    loader.join()
 
 
 def merge_saved(
@@ -186,7 +193,10 @@ def digest_store(
         raise UsageError(f"--since {since} is not before --until {until}")
     store = open_store(url)
     try:
-        digest = store.digest(low, high, hosts=hosts, max_classes=max_classes, order_by=order_by)
+        with _rules_loading(rules):
+            digest = store.digest(
+                low, high, hosts=hosts, max_classes=max_classes, order_by=order_by
+            )
     finally:
         store.close()
     if not digest.store or not digest.store.get("hosts"):

@@ -541,12 +541,15 @@ type Sketch = Vec<(i128, i128)>;
 /// part (rows.py `STATE_V2`, its zlib part inflated): two u16 counts, the hashes as
 /// little-endian u64, ascending; the tuple has None in their places.
 const PACKED: u8 = 2;
+/// rows.py `STATE_V3`: the same layout, stored so (a roll-up's row is read as it is).
+const PACKED_STORED: u8 = 3;
 
-/// The fingerprint of a stored state, and the state if this module can merge it.
+/// The fingerprint of a stored state, and the state if this module can merge it (its
+/// `fingerprint` left empty: `Merge` sets it on the states it keeps, not on every row).
 pub fn parse(data: &[u8]) -> R<(Vec<u8>, Option<State>)> {
     let mut reader = Reader { data, at: 0, refs: Vec::new() };
     let mut packed = [None, None];
-    if data.first() == Some(&PACKED) {
+    if matches!(data.first(), Some(&PACKED | &PACKED_STORED)) {
         reader.at = 1;
         let head = reader.take(4)?;
         let counts = [u16::from_le_bytes([head[0], head[1]]) as usize, u16::from_le_bytes([head[2], head[3]]) as usize];
@@ -564,11 +567,14 @@ pub fn parse(data: &[u8]) -> R<(Vec<u8>, Option<State>)> {
         V::Bytes(b) => b,
         _ => return Err(Bad),
     };
-    let state = reader.state(fingerprint.clone(), packed).ok();
+    let state = reader.state(Vec::new(), packed).ok();
     Ok((fingerprint, state))
 }
 
-/// Two sketches' counts added (a merge of two ascending lists).
+/// Two sketches' counts added (a merge of two ascending lists), in place: the keys both
+/// have are added where they are, and only when `more` has keys `into` lacks does `into`
+/// grow, merged from the back (a report adds tens of rows a class, most of them with
+/// the buckets the class already has: no allocation then).
 fn add_sketch(into: &mut Sketch, more: &Sketch) {
     if more.is_empty() {
         return;
@@ -577,22 +583,37 @@ fn add_sketch(into: &mut Sketch, more: &Sketch) {
         into.clone_from(more);
         return;
     }
-    let mut out = Vec::with_capacity(into.len() + more.len());
-    let (mut a, mut b) = (into.iter().peekable(), more.iter().peekable());
-    loop {
-        match (a.peek(), b.peek()) {
-            (Some(x), Some(y)) if x.0 == y.0 => {
-                out.push((x.0, x.1 + y.1));
-                a.next();
-                b.next();
-            }
-            (Some(x), Some(y)) if x.0 < y.0 => out.push(*a.next().unwrap()),
-            (Some(_), Some(_)) | (None, Some(_)) => out.push(*b.next().unwrap()),
-            (Some(_), None) => out.push(*a.next().unwrap()),
-            (None, None) => break,
+    let (mut at, mut new) = (0, 0);
+    for &(key, n) in more {
+        while at < into.len() && into[at].0 < key {
+            at += 1;
+        }
+        if at < into.len() && into[at].0 == key {
+            into[at].1 += n;
+        } else {
+            new += 1;
         }
     }
-    *into = out;
+    if new == 0 {
+        return;
+    }
+    let (mut a, mut b) = (into.len(), more.len());
+    into.resize(a + new, (0, 0));
+    let mut w = into.len();
+    while b > 0 {
+        let (key, n) = more[b - 1];
+        w -= 1;
+        if a > 0 && into[a - 1].0 >= key {
+            if into[a - 1].0 == key {
+                b -= 1; // added above
+            }
+            into[w] = into[a - 1];
+            a -= 1;
+        } else {
+            into[w] = (key, n);
+            b -= 1;
+        }
+    }
 }
 
 fn add_counts<K: Hash + Eq + Clone>(into: &mut OMap<K, i128>, more: &OMap<K, i128>) {
@@ -669,7 +690,7 @@ impl State {
     }
 
     /// `ClassAgg.merge`: add `other`, which comes later. True if its sample was taken.
-    pub fn merge(&mut self, other: &State) -> bool {
+    pub fn merge(&mut self, other: State) -> bool {
         self.count += other.count;
         if let Some(ts) = &other.ts_min {
             self.see_ts(ts);
@@ -716,9 +737,9 @@ impl State {
             *mine += more;
         }
         let mut took = false;
-        if let Some((query_time, sample)) = &other.sample {
-            if self.sample.as_ref().is_none_or(|(mine, _)| query_time >= mine) {
-                self.sample = Some((*query_time, sample.clone()));
+        if let Some((query_time, sample)) = other.sample {
+            if self.sample.as_ref().is_none_or(|(mine, _)| query_time >= *mine) {
+                self.sample = Some((query_time, sample));
                 took = true;
             }
         }
@@ -815,9 +836,10 @@ impl Merge {
         Ok(())
     }
 
-    fn add_state(&mut self, fingerprint: Vec<u8>, state: State, unit: u32) {
+    fn add_state(&mut self, fingerprint: Vec<u8>, mut state: State, unit: u32) {
         match self.index.get(&fingerprint) {
             None => {
+                state.fingerprint.clone_from(&fingerprint);
                 self.index.insert(fingerprint, self.classes.len());
                 self.classes.push(Merged { state: Some(state), sample_unit: unit, left: vec![] });
             }
@@ -825,11 +847,14 @@ impl Merge {
                 let merged = &mut self.classes[at];
                 match merged.state.as_mut() {
                     Some(mine) if merged.left.is_empty() && mine.histogram.len() == state.histogram.len() => {
-                        if mine.merge(&state) {
+                        if mine.merge(state) {
                             merged.sample_unit = unit;
                         }
                     }
-                    _ => merged.left.push((state.dumps(), unit)),
+                    _ => {
+                        state.fingerprint = fingerprint;
+                        merged.left.push((state.dumps(), unit));
+                    }
                 }
             }
         }
@@ -937,6 +962,27 @@ mod tests {
         assert_eq!(*map.get_mut(&OTHER.to_vec()).unwrap(), 10);
         add_capped(&mut map, &b"v3".to_vec(), DISTINCT_LIMIT, |n| *n += 1);
         assert_eq!(*map.get_mut(&b"v3".to_vec()).unwrap(), 3);
+    }
+
+    #[test]
+    fn sketches_add_in_place_as_a_merge() {
+        let cases: Vec<(Sketch, Sketch)> = vec![
+            (vec![(1, 1), (3, 2)], vec![(1, 5), (3, 1)]),
+            (vec![(1, 1), (3, 2)], vec![(0, 1), (2, 1), (4, 1)]),
+            (vec![(2, 1)], vec![(0, 1), (1, 1), (2, 7), (9, 1)]),
+            (vec![(5, 1), (6, 1)], vec![(1, 1)]),
+            (vec![(5, 1), (6, 1)], vec![(7, 3), (8, 1)]),
+            (vec![], vec![(1, 1)]),
+        ];
+        for (a, b) in cases {
+            let mut want = std::collections::BTreeMap::new();
+            for (k, n) in a.iter().chain(&b) {
+                *want.entry(*k).or_insert(0) += n;
+            }
+            let mut got = a.clone();
+            add_sketch(&mut got, &b);
+            assert_eq!(got, want.into_iter().collect::<Vec<_>>(), "{a:?} + {b:?}");
+        }
     }
 
     #[test]

@@ -17,8 +17,11 @@ from typing import Any
 
 import pytest
 
-from govern import sketch
-from govern.digest.document import full_document
+from govern import native, sketch
+from govern.digest.columns import PLAIN
+from govern.digest.document import build_document, full_document
+from govern.digest.options import DigestOptions
+from govern.digest.runner import digest_paths
 from govern.errors import ServerError, UsageError
 from govern.history import rows
 from govern.history.ladders import Ladder
@@ -26,6 +29,11 @@ from govern.history.mysql import MysqlStore, parse_url
 from govern.history.sql import MIGRATIONS, SqlStore, _text
 from govern.history.sqlite import SqliteStore
 from govern.history.store import open_store
+from govern.rules import digest as rules_digest
+from govern.rules.catalog.meta001 import MAX_DEPTH
+from govern.rules.catalog.parsing import STATEMENT_WORDS
+from govern.rules.digest import DigestRuleOptions, check_document
+from govern.rules.screen import Screen
 from tests.collect.support import assert_same_events, one_shot
 from tests.harness import MariaDB
 from tests.history.support import at, log_path, minute_buckets, mysql_url
@@ -78,6 +86,44 @@ def test_merged_buckets_equal_a_digest_of_the_raw_log(
             }
         ]
     assert merged["store"] == {"url": store.url, "hosts": ["db1"], "host_filter": None}
+
+
+def _plain(document: dict[str, Any]) -> dict[bytes, bool]:
+    """Each class's fingerprint: is its sample lexically plain to the rules' screens?"""
+    columns = Screen.of(document["classes"], STATEMENT_WORDS, MAX_DEPTH).columns
+    ends = columns.fingerprint_ends
+    prints = [columns.fingerprints[start:end] for start, end in zip((0, *ends), ends, strict=False)]
+    return {fp: bool(flag & PLAIN) for fp, flag in zip(prints, columns.flags, strict=True)}
+
+
+@pytest.mark.skipif(not native.available(), reason="the native core is not built")
+def test_a_stored_report_is_screened_as_a_log_digest(
+    tmp_path: Path, buckets: tuple[dict[str, Any], ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store's merge is a Python source of classes; the core still marks its lexically
+    plain samples for the rules' screens, as it does for a log it digests (META001 reads
+    the same classes either way), and the findings are those of every rule over every
+    class."""
+    store = SqliteStore(tmp_path / "history.db")
+    for document in buckets:
+        store.write("db1", document["collect"]["bucket"]["start"], document)
+    stored = build_document(store.digest(*WIDE))
+    store.close()
+    logged = build_document(digest_paths([str(log_path())], DigestOptions(jobs=1)))
+    plain = _plain(stored)
+    assert plain == _plain(logged) and any(plain.values())
+    options = DigestRuleOptions(target="mariadb-10.11")
+    fast = check_document(stored, options)
+    monkeypatch.setattr(
+        rules_digest,
+        "screened",
+        lambda screen, rules, ctx: ((i, rules) for i in range(screen.size)),
+    )
+    slow = check_document(stored, options)
+    assert fast.to_json() == slow.to_json() and fast.findings
+    assert {k: [f.to_json() for f in v] for k, v in fast.by_class.items()} == {
+        k: [f.to_json() for f in v] for k, v in slow.by_class.items()
+    }
 
 
 def test_class_states_of_the_older_forms_still_read(

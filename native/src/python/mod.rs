@@ -537,10 +537,34 @@ fn fingerprints_naming<'py>(
     PyBytes::new(py, &found)
 }
 
+/// One byte per sample (joined, each ending where `ends` says: native u64): 1 when it is
+/// lexically plain (`crate::screen::lexically_plain`; `words` upper case), else 0. What
+/// `Total::rule_columns` flags, for classes the core does not hold (a store's merge).
+#[pyfunction]
+fn plain_samples<'py>(
+    py: Python<'py>,
+    samples: &[u8],
+    ends: &[u8],
+    words: Vec<Vec<u8>>,
+    max_depth: usize,
+) -> Bound<'py, PyBytes> {
+    let mut words = words;
+    words.sort();
+    let mut found: Vec<u8> = Vec::with_capacity(ends.len() / 8);
+    let mut start = 0usize;
+    for chunk in ends.chunks_exact(8) {
+        let end = (u64::from_ne_bytes(chunk.try_into().expect("8 bytes")) as usize).min(samples.len());
+        found.push(u8::from(crate::screen::lexically_plain(&samples[start.min(end)..end], &words, max_depth)));
+        start = end;
+    }
+    PyBytes::new(py, &found)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(range_handle, m)?)?;
     m.add_function(wrap_pyfunction!(fingerprints_naming, m)?)?;
+    m.add_function(wrap_pyfunction!(plain_samples, m)?)?;
     m.add_class::<Range>()?;
     m.add_class::<PyTotal>()?;
     m.add_class::<PyFileMap>()?;
