@@ -469,9 +469,8 @@ impl Writer<'_> {
         runs_state(o, c.single_runs.as_deref().unwrap_or(&Runs::default()));
         for (key, kmv) in [(", \"connections\": [", &c.connections.0), (", \"texts\": [", &c.texts.0)] {
             o.push_str(key);
-            let mut sorted: Vec<u64> = kmv.to_vec();
-            sorted.sort_unstable();
-            for (k, v) in sorted.into_iter().enumerate() {
+            // Kept sorted (`Kmv`).
+            for (k, &v) in kmv.iter().enumerate() {
                 separator(o, k);
                 const DIGITS: &[u8; 16] = b"0123456789abcdef";
                 let mut text = [b'"'; 18];

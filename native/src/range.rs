@@ -613,7 +613,17 @@ impl<'o> Digester<'o> {
         if slot == UNSEEN {
             slot = if self.r.classes.len() < self.options.max_classes {
                 let kind = statement_kind(fingerprint);
-                self.r.classes.push((fp_id, Class { kind, ..Class::default() }));
+                // Room for every attribute met so far: a class's first event fills them
+                // in one allocation each, not a growth per attribute id.
+                let r = &self.r;
+                let class = Class {
+                    kind,
+                    nums: Vec::with_capacity(r.num_names.len()),
+                    flags: Vec::with_capacity(r.flag_names.len()),
+                    strings: Vec::with_capacity(r.text_names.len()),
+                    ..Class::default()
+                };
+                self.r.classes.push((fp_id, class));
                 (self.r.classes.len() - 1) as u32
             } else {
                 OTHER

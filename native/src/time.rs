@@ -22,15 +22,17 @@ impl Ts {
     }
 }
 
+/// As bytes: in postcard the encoding of a sequence of `u8`, decoded without a `Vec`
+/// (`crate::class::bytes`).
 impl serde::Serialize for Ts {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serde::Serialize::serialize(self.as_bytes(), s)
+        s.serialize_bytes(self.as_bytes())
     }
 }
 
 impl<'de> serde::Deserialize<'de> for Ts {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Ts, D::Error> {
-        Ok(Ts::from(&<Vec<u8> as serde::Deserialize>::deserialize(d)?))
+        d.deserialize_bytes(crate::class::bytes::Bytes(Ts::from))
     }
 }
 

@@ -178,6 +178,12 @@ pub struct Total {
     pub classes: Vec<(u32, Slot)>,
     /// How many of `classes` are `Slot::Live`.
     live: usize,
+    /// Indexes of the `Slot::Live` classes (`live` of them).
+    live_list: Vec<u32>,
+    /// Per class index: the merge (`merges`) that last made it live or added to it.
+    touched: Vec<u32>,
+    /// Merges so far (`add`).
+    merges: u32,
     pub other: Option<Class>,
     pub events: u64,
     pub no_statement: u64,
@@ -257,21 +263,29 @@ impl Total {
             classes.into_iter().map(|(fp, c)| (maps.fingerprints[fp as usize], settle(c, self))).collect();
         let other = other.map(|c| settle(c, self));
 
-        // When the classes will be frozen after this range anyway, a new class is frozen
-        // at once and a frozen one is thawed, merged and frozen again where it lies: no
-        // 1.3 KB box per class, allocated, copied into and freed (frozen or live, the
-        // digest is the same: tests freeze everything).
-        let freezing = self.live + rebased.len() > self.freeze_above;
+        // A range of more than twice `freeze_above` classes is frozen as it is merged: a new
+        // class at once, a frozen one thawed, merged and frozen again where it lies (no
+        // 1.3 KB box per class, allocated, copied into and freed). A smaller range's
+        // classes stay in memory until the end of the next merge (`freeze_idle`): the
+        // runs stitched across the next boundary end in them, and a frozen class would be
+        // thawed and frozen again for each such run (frozen or live, the digest is the
+        // same: tests freeze everything).
+        self.merges = self.merges.wrapping_add(1);
+        let freezing = rebased.len() > 2 * self.freeze_above;
         let mut scratch = Vec::new();
         for (fp, class) in rebased {
             match (self.class_of[fp as usize], freezing) {
                 (NONE, true) => {
                     self.class_of[fp as usize] = self.classes.len() as u32;
                     self.classes.push((fp, Slot::Frozen(frozen(&class, &mut scratch))));
+                    self.touched.push(0);
                 }
                 (NONE, false) => {
-                    self.class_of[fp as usize] = self.classes.len() as u32;
+                    let i = self.classes.len() as u32;
+                    self.class_of[fp as usize] = i;
                     self.classes.push((fp, Slot::Live(Box::new(class))));
+                    self.touched.push(self.merges);
+                    self.live_list.push(i);
                     self.live += 1;
                 }
                 (i, true) => match &mut self.classes[i as usize].1 {
@@ -282,7 +296,10 @@ impl Total {
                     }
                     Slot::Live(c) => c.merge(&class),
                 },
-                (i, false) => self.live_class(i as usize).merge(&class),
+                (i, false) => {
+                    self.touched[i as usize] = self.merges;
+                    self.live_class(i as usize).merge(&class);
+                }
             }
         }
         if let Some(o) = other {
@@ -336,7 +353,7 @@ impl Total {
         }
         self.cap_classes();
         self.forget_fingerprints();
-        self.freeze();
+        self.freeze_idle();
     }
 
     /// Forget the fingerprints nothing names any more (classes folded into `other`, and
@@ -417,6 +434,7 @@ impl Total {
         if let Slot::Frozen(bytes) = slot {
             *slot = Slot::Live(Box::new(thaw(bytes)));
             self.live += 1;
+            self.live_list.push(i as u32);
         }
         match slot {
             Slot::Live(c) => c,
@@ -429,6 +447,7 @@ impl Total {
         if self.live <= self.freeze_above {
             return;
         }
+        self.live_list.clear();
         let mut scratch = Vec::new();
         for (_, slot) in &mut self.classes {
             if let Slot::Live(c) = slot {
@@ -436,6 +455,37 @@ impl Total {
             }
         }
         self.live = 0;
+    }
+
+    /// After a merge, once there are more than `FREEZE_ABOVE` classes in memory: freeze
+    /// those the range did not add to (the runs stitched at its ends may have thawed
+    /// some), and keep the range's own in memory if they are at most twice `FREEZE_ABOVE`
+    /// (else freeze all). Each class is then frozen once per range it is in, however many
+    /// runs across the range's ends close in it.
+    fn freeze_idle(&mut self) {
+        if self.live <= self.freeze_above {
+            return;
+        }
+        let now = self.merges;
+        let recent = self.live_list.iter().filter(|&&i| self.touched[i as usize] == now).count();
+        if recent > 2 * self.freeze_above {
+            self.freeze();
+            return;
+        }
+        let mut scratch = Vec::new();
+        let mut kept = Vec::with_capacity(recent);
+        for i in std::mem::take(&mut self.live_list) {
+            if self.touched[i as usize] == now {
+                kept.push(i);
+                continue;
+            }
+            let slot = &mut self.classes[i as usize].1;
+            if let Slot::Live(c) = slot {
+                *slot = Slot::Frozen(frozen(c, &mut scratch));
+                self.live -= 1;
+            }
+        }
+        self.live_list = kept;
     }
 
     /// Events of a range that inherit `ts`/`db` from before it get the total's last ones.
@@ -515,6 +565,8 @@ impl Total {
         }
         self.other = Some(other);
         let classes = std::mem::take(&mut self.classes);
+        let touched = std::mem::take(&mut self.touched);
+        self.live_list.clear();
         for (i, (fp, class)) in classes.into_iter().enumerate() {
             if folded[i] {
                 self.class_of[fp as usize] = NONE;
@@ -522,8 +574,13 @@ impl Total {
                     self.live -= 1;
                 }
             } else {
-                self.class_of[fp as usize] = self.classes.len() as u32;
+                let kept = self.classes.len() as u32;
+                self.class_of[fp as usize] = kept;
+                if matches!(class, Slot::Live(_)) {
+                    self.live_list.push(kept);
+                }
                 self.classes.push((fp, class));
+                self.touched.push(touched[i]);
             }
         }
     }
@@ -812,8 +869,33 @@ fn stitch(left: &mut OpenRuns, mut right: OpenRuns, mut close: impl FnMut(OpenRu
     }
 }
 
-/// A range's class in the total's ids, its sample's line absolute.
-fn rebase(c: Class, maps: &IdMaps, file: u32, line_base: u64, server: Option<u32>) -> Class {
+/// A range's class in the total's ids, its sample's line absolute. Ranges mostly meet
+/// the attributes in the same order as the total did: then the range's statistics and
+/// value counts are kept where they are (their values' text ids rewritten), and only a
+/// class whose ids move is rebuilt (`rebuilt`), with the same result.
+fn rebase(mut c: Class, maps: &IdMaps, file: u32, line_base: u64, server: Option<u32>) -> Class {
+    let same_nums = c.nums.iter().enumerate().all(|(i, s)| s.count() == 0 || maps.nums[i] as usize == i)
+        && c.nums.last().is_none_or(|s| s.count() > 0);
+    let same_flags = c.flags.iter().enumerate().all(|(i, f)| f.1 == 0 || maps.flags[i] as usize == i)
+        && c.flags.last().is_none_or(|f| f.1 > 0);
+    let same_strings =
+        c.strings.iter().enumerate().all(|(i, v)| {
+            (v.list.is_empty() && v.other == 0) || (maps.text_names[i] as usize == i && v.list.len() <= 16)
+        }) && c.strings.last().is_none_or(|v| !v.list.is_empty() || v.other > 0);
+    if !(same_nums && same_flags && same_strings) {
+        return rebuilt(c, maps, file, line_base, server);
+    }
+    for values in &mut c.strings {
+        // At most 16 values: no index to rebuild (`Values::add`).
+        for e in values.list.iter_mut() {
+            e.0 = maps.texts[e.0 as usize];
+        }
+    }
+    finish_rebase(c, maps, file, line_base, server)
+}
+
+/// `rebase` of a class whose attribute ids move: its figures copied to their new ids.
+fn rebuilt(c: Class, maps: &IdMaps, file: u32, line_base: u64, server: Option<u32>) -> Class {
     let mut out = Class {
         kind: c.kind,
         count: c.count,
@@ -825,6 +907,9 @@ fn rebase(c: Class, maps: &IdMaps, file: u32, line_base: u64, server: Option<u32
         fit: c.fit,
         unknown_db: c.unknown_db,
         unknown_ts: c.unknown_ts,
+        sample: c.sample,
+        runs: c.runs,
+        single_runs: c.single_runs,
         ..Class::default()
     };
     for (i, s) in c.nums.into_iter().enumerate() {
@@ -859,24 +944,27 @@ fn rebase(c: Class, maps: &IdMaps, file: u32, line_base: u64, server: Option<u32
         }
         target.other += values.other;
     }
-    if let Some(server) = server {
-        out.servers = Some(Box::new(vec![(server, c.count)]));
-    }
-    out.sample = c.sample.map(|mut s| {
+    out.nums.shrink_to_fit();
+    out.flags.shrink_to_fit();
+    out.strings.shrink_to_fit();
+    finish_rebase(out, maps, file, line_base, server)
+}
+
+/// What `rebase` does to every class: its `--host` label, its sample's texts and place,
+/// its leads.
+fn finish_rebase(mut c: Class, maps: &IdMaps, file: u32, line_base: u64, server: Option<u32>) -> Class {
+    c.servers = server.map(|server| Box::new(vec![(server, c.count)]));
+    if let Some(s) = c.sample.as_mut() {
         let text = |v: Option<u32>| v.map(|v| maps.texts[v as usize]);
         s.db = text(s.db);
         s.user = text(s.user);
         s.host = text(s.host);
         s.file = file;
         s.line += line_base;
-        s
-    });
-    out.runs = rebase_runs(c.runs, maps);
-    out.single_runs = c.single_runs.map(|r| Box::new(rebase_runs(*r, maps)));
-    out.nums.shrink_to_fit();
-    out.flags.shrink_to_fit();
-    out.strings.shrink_to_fit();
-    out
+    }
+    c.runs = rebase_runs(std::mem::take(&mut c.runs), maps);
+    c.single_runs = c.single_runs.map(|r| Box::new(rebase_runs(*r, maps)));
+    c
 }
 
 fn rebase_runs(mut runs: Runs, maps: &IdMaps) -> Runs {
