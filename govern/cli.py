@@ -115,9 +115,15 @@ QUICK_EXIT = frozenset({"digest"})
 
 
 def main() -> None:
-    """The ``govern`` program (not :meth:`LazyGroup.main`, which tests call in process)."""
+    """The ``govern`` command in process: ends with ``SystemExit``."""
+    cli.main(prog_name="govern")
+
+
+def program() -> None:
+    """The ``govern`` program (its console script, ``python -m govern``): :func:`main`,
+    and a :data:`QUICK_EXIT` command's process ends at once."""
     try:
-        cli.main(prog_name="govern")
+        main()
     except SystemExit as exc:
         if len(sys.argv) > 1 and sys.argv[1] in QUICK_EXIT:
             _quick_exit(exc)

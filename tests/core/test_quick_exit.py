@@ -1,4 +1,4 @@
-"""The ``govern`` program ends a digest without Python's teardown (govern/cli.py
+"""The ``govern`` program (not ``govern.cli.main``, run in process) ends a digest without Python's teardown (govern/cli.py
 ``QUICK_EXIT``): the output, the exit code and the atexit handlers stay those of a normal
 exit, and a thread still running gets the normal exit (which waits for it)."""
 
@@ -28,8 +28,8 @@ atexit.register(lambda: sys.stderr.write("atexit ran\\n"))
 if sys.argv[1] == "thread":
     threading.Thread(target=lambda: (time.sleep(0.3), sys.stderr.write("thread done\\n"))).start()
 sys.argv = ["govern", *sys.argv[2:]]
-from govern.cli import main
-main()
+from govern.cli import program
+program()
 """
 
 
