@@ -25,11 +25,25 @@ class Teardown:
 
 kept = Teardown()
 atexit.register(lambda: sys.stderr.write("atexit ran\\n"))
-if sys.argv[1] == "thread":
-    threading.Thread(target=lambda: (time.sleep(0.3), sys.stderr.write("thread done\\n"))).start()
-sys.argv = ["govern", *sys.argv[2:]]
-from govern.cli import program
-program()
+sys.argv, mode = ["govern", *sys.argv[2:]], sys.argv[1]
+import govern.cli
+if mode == "thread":  # a thread that is still running when the command has ended
+    ended, real_main = threading.Event(), govern.cli.main
+
+    def main():
+        try:
+            real_main()
+        finally:
+            ended.set()
+
+    def work():
+        ended.wait()
+        time.sleep(0.3)
+        sys.stderr.write("thread done\\n")
+
+    govern.cli.main = main
+    threading.Thread(target=work).start()
+govern.cli.program()
 """
 
 
