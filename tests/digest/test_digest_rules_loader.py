@@ -1,6 +1,6 @@
-"""``govern digest`` loads the rules' modules on a thread while the core digests, and
-sqlglot only when a grammar check needs it, on the main thread, once per shape ever
-(rules/catalog/grammar_cache.py).
+"""``govern digest`` loads the rules' modules on a thread while the core digests (not
+before it, on the main thread), and sqlglot only when a grammar check needs it, on the
+main thread, once per shape ever (rules/catalog/grammar_cache.py).
 
 sqlglot registers a dialect class in its registry before it has set the class up
 (tokenizer, parser): a grammar check that looked the dialect up while another thread
@@ -38,12 +38,13 @@ WATCHED = textwrap.dedent(
     """
     import importlib.abc, sys, threading
 
-    importers = set()
+    importers, catalog = set(), set()
 
     class Watch(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
-            if name == "sqlglot":
-                importers.add(threading.current_thread().name)
+            if name in ("sqlglot", "govern.rules.catalog"):
+                found = importers if name == "sqlglot" else catalog
+                found.add(threading.current_thread().name)
             return None
 
     sys.meta_path.insert(0, Watch())
@@ -53,6 +54,7 @@ WATCHED = textwrap.dedent(
         main()
     finally:
         loaded = "sqlglot" in sys.modules
+        print("catalog:", ",".join(sorted(catalog)), file=sys.stderr)
         print("sqlglot:", ",".join(sorted(importers)) if loaded else "-", file=sys.stderr)
     """
 )
@@ -66,6 +68,8 @@ def digest(log: Path, state: Path) -> tuple[dict, str]:
         [sys.executable, "-c", WATCHED, str(log)], capture_output=True, text=True, env=env
     )
     assert proc.returncode == 0, proc.stderr
+    # The rules' catalog loads on the loader thread, during the digest.
+    assert "catalog: govern-load-rules\n" in proc.stderr
     importers = proc.stderr.rsplit("sqlglot: ", 1)[1].strip()
     return json.loads(proc.stdout), importers
 
