@@ -1,5 +1,5 @@
 """``python -m govern`` runs the CLI."""
 
-from govern.cli import main
+from govern.cli import program
 
-main()
+program()

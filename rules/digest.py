@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from govern.digest.classes import ClassDocuments
@@ -27,7 +26,8 @@ from govern.digest.columns import TRUNCATED
 from govern.rules.base import Context, Rule
 from govern.rules.catalog.meta001 import MAX_DEPTH
 from govern.rules.catalog.parsing import STATEMENT_WORDS
-from govern.rules.config import ConfigFinder, RulesConfig
+from govern.rules.config import ConfigFinder
+from govern.rules.digest_options import DigestRuleOptions
 from govern.rules.engine import build_ruleset, check_statement
 from govern.rules.evidence import DigestEvidence
 from govern.rules.model import Finding, Severity
@@ -37,18 +37,6 @@ from govern.rules.target import parse_target
 
 #: Rules that judge whether SQL parses; a sample cut at 64 KB would fail them wrongly.
 _NEEDS_WHOLE_TEXT = frozenset({"META001"})
-
-
-@dataclasses.dataclass
-class DigestRuleOptions:
-    """Command-line choices; each overrides the config file's value when given."""
-
-    select: list[str] | None = None
-    ignore: list[str] = dataclasses.field(default_factory=list)
-    target: str | None = None
-    #: ``--config FILE`` (or a RulesConfig), else the nearest config from the working directory.
-    config: Path | RulesConfig | None = None
-    fail_on: Severity | None = None
 
 
 @dataclasses.dataclass

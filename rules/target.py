@@ -9,9 +9,12 @@ from a server. Version logic stays in ``govern.server``.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from govern.errors import UsageError
-from govern.server import ServerInfo, build_info
+
+if TYPE_CHECKING:
+    from govern.server import ServerInfo
 
 _TARGET = re.compile(r"^(mariadb|mysql|percona)-(\d+)\.(\d+)(?:\.(\d+))?$")
 #: A named series without a patch level means its latest release.
@@ -28,6 +31,8 @@ def default_max_allowed_packet(family: str, version: tuple[int, int, int]) -> in
 
 def parse_target(name: str, where: str = "--target") -> ServerInfo:
     """``mysql-8.0`` → the capabilities of MySQL 8.0's latest release."""
+    from govern.server import build_info  # pymysql: not for a digest without --target
+
     match = _TARGET.match(name.strip().lower())
     if not match:
         raise UsageError(

@@ -22,7 +22,7 @@ from govern.reports.digest_run import (
 )
 
 if TYPE_CHECKING:
-    from govern.rules.digest import DigestRuleOptions
+    from govern.rules.digest_options import DigestRuleOptions
 
 _SEVERITIES = ("info", "warning", "error")
 
@@ -250,13 +250,14 @@ def _rule_options(
         if given:
             raise UsageError(f"{given[0]} has no effect with --no-rules")
         return None
-    from govern.rules.digest import DigestRuleOptions
+    from govern.rules.digest_options import DigestRuleOptions
     from govern.rules.model import Severity
-    from govern.rules.registry import parse_selectors
 
+    if select or ignore:  # the catalog: else it loads during the digest (digest_run.py)
+        from govern.rules.registry import parse_selectors
     return DigestRuleOptions(
         select=parse_selectors(select, "--select") if select else None,
-        ignore=parse_selectors(ignore, "--ignore"),
+        ignore=parse_selectors(ignore, "--ignore") if ignore else [],
         target=target,
         config=Path(config_path) if config_path else None,
         fail_on=Severity(fail_on) if fail_on else None,

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from govern.rules.catalog import grammar_cache
 from govern.rules.sql.lexer import PARAM, WORD
 from govern.rules.sql.statement import CACHE_HINTS, Statement
 
@@ -169,21 +170,21 @@ def grammar_problem(statement: Statement) -> tuple[str, int] | None:
 
 
 def grammar_accepts(statement: Statement) -> bool:
-    """sqlglot's verdict on the statement's normalised shape, cached by that shape."""
+    """sqlglot's verdict on the statement's normalised shape, cached by that shape, in
+    memory and, for the shapes it accepts, across runs (grammar_cache.py: a run whose
+    shapes are all known never imports sqlglot)."""
     key = normalized(statement)
     verdict = _verdicts.get(key)
     if verdict is None:
         if len(_verdicts) > _VERDICT_CACHE_SIZE:
             _verdicts.clear()
-        verdict = _verdicts[key] = _parses(key)
+        verdict = grammar_cache.accepted_before(key)
+        if not verdict:
+            verdict = _parses(key)
+            if verdict:
+                grammar_cache.remember(key)
+        _verdicts[key] = verdict
     return verdict
-
-
-def load_grammar() -> None:
-    """Import sqlglot and set up its MySQL dialect, as the first parse would (0.1 s):
-    ``govern digest`` calls it while the core digests, the rules' grammar checks come
-    after."""
-    _parses("SELECT 1")
 
 
 def _parses(text: str) -> bool:
