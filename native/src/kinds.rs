@@ -224,7 +224,7 @@ fn count_tuples_by_marks(arg: &[u8]) -> u64 {
     let mut state = 0u8;
     let mut n = 1;
     let mut i = 0;
-    let mut marks: Marks<'_> = Marks::new(arg);
+    let mut marks = Marks::new(arg);
     while i < arg.len() {
         if state == 0 {
             match marks.next(i) {
@@ -262,7 +262,7 @@ fn count_tuples_by_marks(arg: &[u8]) -> u64 {
 
 /// Where the string that opens at `arg[open]` closes (`_QUOTED`: a backslash escapes the
 /// next byte), or `None` when it never does.
-fn closing_quote(arg: &[u8], open: usize, marks: &mut Marks<'_>) -> Option<usize> {
+fn closing_quote(arg: &[u8], open: usize, marks: &mut Marks) -> Option<usize> {
     let q = arg[open];
     let mut j = open + 1;
     loop {
@@ -281,24 +281,23 @@ fn closing_quote(arg: &[u8], open: usize, marks: &mut Marks<'_>) -> Option<usize
     }
 }
 
-/// The positions of `)` (unless `QUOTES_ONLY`), `'`, `"` and `\\` in a text, in order:
-/// one bit mask per 64 bytes, walked bit by bit (a memchr per mark costs tens of
-/// instructions to set up; the marks of a statement are often a few bytes apart).
-pub(crate) struct Marks<'a, const QUOTES_ONLY: bool = false> {
+/// The positions of `)`, `'`, `"` and `\\` in a text, in order: one bit mask per 64
+/// bytes, walked bit by bit.
+struct Marks<'a> {
     s: &'a [u8],
     /// The mask of `s[base..base + 64]` (`base` a multiple of 64).
     base: usize,
     mask: u64,
 }
 
-impl<'a, const QUOTES_ONLY: bool> Marks<'a, QUOTES_ONLY> {
-    pub(crate) fn new(s: &'a [u8]) -> Self {
-        Marks { s, base: 0, mask: block_marks::<QUOTES_ONLY>(s, 0) }
+impl<'a> Marks<'a> {
+    fn new(s: &'a [u8]) -> Self {
+        Marks { s, base: 0, mask: block_marks(s, 0) }
     }
 
     /// The first mark at or after `from`.
     #[inline(always)]
-    pub(crate) fn next(&mut self, from: usize) -> Option<usize> {
+    fn next(&mut self, from: usize) -> Option<usize> {
         if from.wrapping_sub(self.base) < 64 {
             let m = self.mask & (!0u64 << (from - self.base));
             if m != 0 {
@@ -317,7 +316,7 @@ impl<'a, const QUOTES_ONLY: bool> Marks<'a, QUOTES_ONLY> {
             base = from & !63;
         }
         while base < self.s.len() {
-            let all = block_marks::<QUOTES_ONLY>(self.s, base);
+            let all = block_marks(self.s, base);
             let mask = all & (!0u64).checked_shl(from.saturating_sub(base) as u32).unwrap_or(0);
             if mask != 0 {
                 (self.base, self.mask) = (base, all);
@@ -331,21 +330,21 @@ impl<'a, const QUOTES_ONLY: bool> Marks<'a, QUOTES_ONLY> {
 
 /// The marks of `s[at..at + 64]` (bytes past the end are none).
 #[inline]
-fn block_marks<const QUOTES_ONLY: bool>(s: &[u8], at: usize) -> u64 {
+fn block_marks(s: &[u8], at: usize) -> u64 {
     match s.get(at..at + 64) {
-        Some(b) => marks_of::<QUOTES_ONLY>(b.try_into().unwrap()),
+        Some(b) => marks_of(b.try_into().unwrap()),
         None => {
             let mut block = [0u8; 64];
             let rest = &s[at.min(s.len())..];
             block[..rest.len()].copy_from_slice(rest);
-            marks_of::<QUOTES_ONLY>(&block)
+            marks_of(&block)
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn marks_of<const QUOTES_ONLY: bool>(b: &[u8; 64]) -> u64 {
+fn marks_of(b: &[u8; 64]) -> u64 {
     use std::arch::x86_64::*;
     let mut m = 0u64;
     for k in 0..4 {
@@ -353,8 +352,7 @@ fn marks_of<const QUOTES_ONLY: bool>(b: &[u8; 64]) -> u64 {
         let bits = unsafe {
             let x = _mm_loadu_si128(b.as_ptr().add(16 * k).cast::<__m128i>());
             let eq = |c: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8));
-            let quote = _mm_or_si128(eq(b'\''), _mm_or_si128(eq(b'"'), eq(b'\\')));
-            let hit = if QUOTES_ONLY { quote } else { _mm_or_si128(quote, eq(b')')) };
+            let hit = _mm_or_si128(_mm_or_si128(eq(b')'), eq(b'\'')), _mm_or_si128(eq(b'"'), eq(b'\\')));
             _mm_movemask_epi8(hit) as u16
         };
         m |= (bits as u64) << (16 * k);
@@ -364,9 +362,8 @@ fn marks_of<const QUOTES_ONLY: bool>(b: &[u8; 64]) -> u64 {
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
-fn marks_of<const QUOTES_ONLY: bool>(b: &[u8; 64]) -> u64 {
-    let hit = |c: u8| matches!(c, b'\'' | b'"' | b'\\') || (!QUOTES_ONLY && c == b')');
-    b.iter().enumerate().fold(0, |m, (k, &c)| m | (hit(c) as u64) << k)
+fn marks_of(b: &[u8; 64]) -> u64 {
+    b.iter().enumerate().fold(0, |m, (k, &c)| m | (matches!(c, b')' | b'\'' | b'"' | b'\\') as u64) << k)
 }
 
 #[cfg(test)]
@@ -381,7 +378,7 @@ mod tests {
         while let Some(k) = memchr::memchr2(b'\'', b'"', &arg[i..]) {
             let open = i + k;
             text.extend_from_slice(&arg[i..open]);
-            match closing_quote(arg, open, &mut Marks::<false>::new(arg)) {
+            match closing_quote(arg, open, &mut Marks::new(arg)) {
                 Some(p) => i = p + 1,
                 None => {
                     text.push(arg[open]);
@@ -418,14 +415,10 @@ mod tests {
                     (0..len).map(|k| if k % step == step - 1 { b")'\"\\"[k % 4] } else { b"a(,\x80"[k % 4] }).collect();
                 let want: Vec<usize> = (0..len).filter(|&k| matches!(s[k], b')' | b'\'' | b'"' | b'\\')).collect();
                 for from in 0..=len {
-                    let mut marks = Marks::<false>::new(&s);
+                    let mut marks = Marks::new(&s);
                     let got: Vec<usize> = std::iter::successors(marks.next(from), |&k| marks.next(k + 1)).collect();
                     let want: Vec<usize> = want.iter().copied().filter(|&k| k >= from).collect();
                     assert_eq!(got, want, "length {len}, every {step}, from {from}");
-                    let mut quotes = Marks::<true>::new(&s);
-                    let got: Vec<usize> = std::iter::successors(quotes.next(from), |&k| quotes.next(k + 1)).collect();
-                    let want: Vec<usize> = want.into_iter().filter(|&k| s[k] != b')').collect();
-                    assert_eq!(got, want, "quotes only: length {len}, every {step}, from {from}");
                 }
             }
         }

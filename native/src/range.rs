@@ -353,8 +353,7 @@ fn fold_strings(hasher: &foldhash::fast::FixedState, s: &[u8], key: &mut Vec<u8>
 #[inline]
 fn emptied_strings(s: &[u8], key: &mut Vec<u8>) -> Option<()> {
     let mut i = 0;
-    let mut marks = crate::kinds::Marks::<true>::new(s);
-    while let Some(k) = marks.next(i) {
+    while let Some(k) = memchr::memchr3(b'\'', b'"', b'\\', &s[i..]).map(|k| k + i) {
         fold_into(key, &s[i..k]);
         match s[k] {
             b'"' => return None,
