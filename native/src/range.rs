@@ -353,8 +353,11 @@ fn fold_strings(hasher: &foldhash::fast::FixedState, s: &[u8], key: &mut Vec<u8>
 #[inline]
 fn emptied_strings(s: &[u8], key: &mut Vec<u8>) -> Option<()> {
     let mut i = 0;
-    while let Some(k) = memchr::memchr3(b'\'', b'"', b'\\', &s[i..]).map(|k| k + i) {
-        fold_into(key, &s[i..k]);
+    loop {
+        let k = fold_to_mark(key, s, i);
+        if k == s.len() {
+            return Some(());
+        }
         match s[k] {
             b'"' => return None,
             b'\\' => {
@@ -382,8 +385,41 @@ fn emptied_strings(s: &[u8], key: &mut Vec<u8>) -> Option<()> {
             }
         }
     }
-    fold_into(key, &s[i..]);
-    Some(())
+}
+
+/// Append `s[from..]` with digits as `0` up to the first `'`, `"` or `\\`; where that is
+/// (`s.len()` when none). Sixteen bytes a step, folded and stored whole, the key's length
+/// then set to what lies before the mark: a memchr3 per mark cost about 95 instructions on
+/// these statements (strings a few bytes apart), and the digit fold a second pass.
+#[inline]
+fn fold_to_mark(key: &mut Vec<u8>, s: &[u8], from: usize) -> usize {
+    let mut i = from;
+    #[cfg(target_arch = "x86_64")]
+    while i + 16 <= s.len() {
+        use std::arch::x86_64::*;
+        key.reserve(16);
+        // SAFETY: SSE2 is part of x86_64; the 16 bytes read lie inside `s`, the 16 written
+        // inside the capacity just reserved, and the length covers only bytes written.
+        unsafe {
+            let x = _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>());
+            let eq = |c: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8));
+            let mark = _mm_movemask_epi8(_mm_or_si128(eq(b'\''), _mm_or_si128(eq(b'"'), eq(b'\\')))) as u32;
+            // `1`–`9`: x − '1' at most 8, unsigned.
+            let d = _mm_sub_epi8(x, _mm_set1_epi8(b'1' as i8));
+            let digit = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(8)), d);
+            let folded = _mm_or_si128(_mm_andnot_si128(digit, x), _mm_and_si128(digit, _mm_set1_epi8(b'0' as i8)));
+            _mm_storeu_si128(key.as_mut_ptr().add(key.len()).cast::<__m128i>(), folded);
+            let n = if mark == 0 { 16 } else { mark.trailing_zeros() as usize };
+            key.set_len(key.len() + n);
+            if mark != 0 {
+                return i + n;
+            }
+        }
+        i += 16;
+    }
+    let n = s[i..].iter().position(|b| matches!(b, b'\'' | b'"' | b'\\')).unwrap_or(s.len() - i);
+    fold_into(key, &s[i..i + n]);
+    i + n
 }
 
 /// Append `s` with every digit as `0`.
