@@ -1405,9 +1405,11 @@ impl Template {
     /// in `:` may hide pt's `Schema:` edit (`schema_fix`): the line is then not read.
     #[inline]
     fn read(&self, items: &mut Vec<Item>, names: &[u8], stmt: &[u8], mut p: usize, e: usize) -> bool {
+        // The spaces after the last value, when its chunk showed where they end.
+        let mut gap = None;
         for (j, key) in self.keys.iter().enumerate() {
             if j > 0 {
-                let ws = run_len(&stmt[p..e], is_space);
+                let ws = gap.unwrap_or_else(|| run_len(&stmt[p..e], is_space));
                 if ws == 0 {
                     return false;
                 }
@@ -1422,7 +1424,8 @@ impl Template {
                 return false;
             }
             let q = p + n + 2;
-            let (ws, vlen) = space_then_value(stmt, q, e);
+            let (ws, vlen, after) = space_then_value(stmt, q, e);
+            gap = after;
             if j == 0 && (ws > 0 || vlen == 0) {
                 return false;
             }
@@ -1430,19 +1433,22 @@ impl Template {
             if vlen > 0 && stmt[v + vlen - 1] == b':' {
                 return false;
             }
-            items.push(Item { src: Src::Const, a: key.name, b: key.name + key.len });
-            items.push(Item::stmt(v, v + vlen));
+            items.extend_from_slice(&[
+                Item { src: Src::Const, a: key.name, b: key.name + key.len },
+                Item::stmt(v, v + vlen),
+            ]);
             p = v + vlen;
         }
-        run_len(&stmt[p..e], is_space) == e - p
+        gap.unwrap_or_else(|| run_len(&stmt[p..e], is_space)) == e - p
     }
 }
 
-/// From `stmt[q]` to `e`: the run of spaces (Perl's `\s`), then the run of other bytes.
-/// The 16 bytes at `q` are classified at once (SSE2) when they are in `stmt` and hold
-/// both runs' ends; byte loops otherwise.
+/// From `stmt[q]` to `e`: the run of spaces (Perl's `\s`), then the run of other bytes,
+/// and the run of spaces after it when the same chunk shows its end. The 16 bytes at `q`
+/// are classified at once (SSE2) when they are in `stmt` and hold both runs' ends; byte
+/// loops otherwise.
 #[inline(always)]
-fn space_then_value(stmt: &[u8], q: usize, e: usize) -> (usize, usize) {
+fn space_then_value(stmt: &[u8], q: usize, e: usize) -> (usize, usize, Option<usize>) {
     #[cfg(target_arch = "x86_64")]
     if q + 16 <= stmt.len() {
         use std::arch::x86_64::*;
@@ -1463,11 +1469,14 @@ fn space_then_value(stmt: &[u8], q: usize, e: usize) -> (usize, usize) {
         let ws = (!spaces | end).trailing_zeros();
         let vlen = ((spaces | end) >> ws).trailing_zeros();
         if ws + vlen < 16 || q + 16 >= e {
-            return (ws as usize, vlen as usize);
+            // Past the chunk (bit 16), the spaces after the value are not known.
+            let gap = ((!spaces | end) >> (ws + vlen)).trailing_zeros();
+            let known = ws + vlen + gap < 16 || q + 16 >= e;
+            return (ws as usize, vlen as usize, known.then_some(gap as usize));
         }
     }
     let ws = run_len(&stmt[q..e], is_space);
-    (ws, run_len(&stmt[q + ws..e], |b| !is_space(b)))
+    (ws, run_len(&stmt[q + ws..e], |b| !is_space(b)), None)
 }
 
 /// 64 bits of a line's masks from bit `base` on.
