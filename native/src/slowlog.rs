@@ -575,7 +575,7 @@ impl<'d> Parser<'d> {
                     attr_no += 1;
                 } else if let Some(done) = attribute_line(items, line, at) {
                     if done {
-                        self.templates.learn(items, line_items, &mut self.names, stmt, line_start, line_end, attr_no);
+                        self.templates.learn(items, line_items, &mut self.names, stmt, (line_start, line_end), attr_no);
                         attr_no += 1;
                     } else {
                         match schema_fix(line) {
@@ -1330,8 +1330,7 @@ impl Templates {
         from: usize,
         names: &mut Vec<u8>,
         stmt: &[u8],
-        s: usize,
-        e: usize,
+        (s, e): (usize, usize),
         k: usize,
     ) {
         let mut keys = Vec::new();
