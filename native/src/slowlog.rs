@@ -33,7 +33,9 @@ struct Item {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 enum Src {
-    /// `CONST_BYTES`.
+    /// The parser's attribute names (`Parser::names`): `CONST_BYTES`, then the keys of
+    /// attribute lines read by a template (`Templates`). A name keeps its place for the
+    /// parser's life, so a key is compared by its offset like a constant.
     Const = 0,
     /// The current record text.
     Stmt = 1,
@@ -131,8 +133,8 @@ struct Places<'p> {
 }
 
 impl<'p> Places<'p> {
-    fn new(stmt: &'p [u8], arena: &'p [u8], ahead: &'p [u8]) -> Self {
-        Places { bytes: [&CONST_BYTES, stmt, arena, ahead] }
+    fn new(names: &'p [u8], stmt: &'p [u8], arena: &'p [u8], ahead: &'p [u8]) -> Self {
+        Places { bytes: [names, stmt, arena, ahead] }
     }
 
     #[inline(always)]
@@ -321,6 +323,9 @@ pub struct Parser<'d> {
     /// noted by the record read for the header pass; empty when the record is a copy.
     newlines: Vec<usize>,
     finders: LineFinders,
+    /// `CONST_BYTES` and the template keys (see `Src::Const`).
+    names: Vec<u8>,
+    templates: Templates,
     version: memmem::Finder<'static>,
     newline_t: memmem::Finder<'static>,
     uh: memmem::Finder<'static>,
@@ -356,6 +361,8 @@ impl<'d> Parser<'d> {
             known: [u16::MAX; 10],
             newlines: Vec::with_capacity(64),
             finders: LineFinders::new(),
+            names: CONST_BYTES.to_vec(),
+            templates: Templates::default(),
             version: memmem::Finder::new(b"Version"),
             newline_t: memmem::Finder::new(b"\nT"),
             uh: memmem::Finder::new(USER_HOST),
@@ -431,7 +438,7 @@ impl<'d> Parser<'d> {
         Some(Event {
             props: &self.props,
             known: &self.known,
-            places: Places::new(stmt, &self.arena, &self.data[self.ahead.0..self.ahead.1]),
+            places: Places::new(&self.names, stmt, &self.arena, &self.data[self.ahead.0..self.ahead.1]),
             pos_in_log,
             offset: self.base + self.cur_offset as u64,
             at_end: self.cur_at_end,
@@ -453,9 +460,8 @@ impl<'d> Parser<'d> {
                 self.cur_at_end = false;
                 StmtSrc::Buf
             } else {
-                let Some((a, b, maybe_banner)) =
-                    read_record(data, &mut self.pos, &mut self.hit_end, &mut self.newlines, &self.finders)
-                else {
+                let read = self.finders.read(data, &mut self.pos, &mut self.hit_end, &mut self.newlines);
+                let Some((a, b, maybe_banner)) = read else {
                     return Parsed::End;
                 };
                 let raw = &data[a..b];
@@ -528,6 +534,8 @@ impl<'d> Parser<'d> {
             };
             let mut ni = 0;
             let mut line_start = 0;
+            // Attribute lines read so far (the template hint's index).
+            let mut attr_no = 0;
             loop {
                 let line_end = if newlines.is_empty() {
                     memchr(b'\n', &stmt[line_start..]).map_or(len, |i| line_start + i)
@@ -540,6 +548,7 @@ impl<'d> Parser<'d> {
                 };
                 let line = &stmt[line_start..line_end];
                 let at = |a: usize, b: usize| Item::stmt(line_start + a, line_start + b);
+                let line_items = items.len();
                 if !is_header_line(line) {
                     items.extend([ARG, Item::stmt(line_start, len), BYTES, Item::num((len - line_start) as u64)]);
                     break;
@@ -562,8 +571,13 @@ impl<'d> Parser<'d> {
                     items.extend([CMD, ADMIN, ARG, at(skip, line.len()), BYTES, Item::num((line.len() - skip) as u64)]);
                     found_arg = true;
                     got_ac = true;
+                } else if self.templates.read(items, &self.names, stmt, line_start, line_end, attr_no) {
+                    attr_no += 1;
                 } else if let Some(done) = attribute_line(items, line, at) {
-                    if !done {
+                    if done {
+                        self.templates.learn(items, line_items, &mut self.names, stmt, (line_start, line_end), attr_no);
+                        attr_no += 1;
+                    } else {
                         match schema_fix(line) {
                             None => push_attribute_pairs(items, line, at),
                             Some(fixed) => {
@@ -638,7 +652,7 @@ impl<'d> Parser<'d> {
             }
 
             // 5. `{ @properties }`: pairs in order, a later key replacing an earlier one.
-            let places = Places::new(stmt, &self.arena, &data[self.ahead.0..self.ahead.1]);
+            let places = Places::new(&self.names, stmt, &self.arena, &data[self.ahead.0..self.ahead.1]);
             self.pairs.resolve(&self.items, places, &mut self.props, &mut self.known);
             Parsed::Event(this_pos)
         }
@@ -777,6 +791,91 @@ fn read_record(
     Some((a, end, maybe))
 }
 
+/// `read_record` by 64-byte blocks: two AVX2 compares give the block's newlines and
+/// `V`s as bit masks, and the record's lines are walked bit by bit. A memchr call a line
+/// cost about 55 instructions (10 lines an event, most under 80 bytes); a block costs
+/// about 15, a newline about 8. The banner prefilter here is wider than `read_record`'s
+/// (any `Version`, any line starting `Tc`, `TC` or `Ti`): it only decides when the
+/// banner regex runs, and that regex decides.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn read_record_avx2(
+    data: &[u8],
+    pos: &mut usize,
+    hit_end: &mut bool,
+    newlines: &mut Vec<usize>,
+) -> Option<(usize, usize, bool)> {
+    use std::arch::x86_64::*;
+    let a = *pos;
+    newlines.clear();
+    if a >= data.len() {
+        *hit_end = true;
+        return None;
+    }
+    let n = data.len();
+    let t_line = |i: usize| data.get(i) == Some(&b'T') && matches!(data.get(i + 1), Some(b'c' | b'C' | b'i'));
+    let mut maybe = t_line(a);
+    let mut end = None;
+    let mut block = a;
+    let mut tail = [0u8; 64];
+    'blocks: while block < n {
+        // The last block is copied into zeros, which are neither newline nor `V`.
+        let bytes: *const u8 = if block + 64 <= n {
+            data.as_ptr().add(block)
+        } else {
+            tail[..n - block].copy_from_slice(&data[block..]);
+            tail[n - block..].fill(0);
+            tail.as_ptr()
+        };
+        let lo = _mm256_loadu_si256(bytes.cast::<__m256i>());
+        let hi = _mm256_loadu_si256(bytes.add(32).cast::<__m256i>());
+        let mask = |c: u8| {
+            let c = _mm256_set1_epi8(c as i8);
+            let l = _mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, c)) as u32;
+            let h = _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, c)) as u32;
+            u64::from(l) | u64::from(h) << 32
+        };
+        let mut nl = mask(b'\n');
+        let mut vs = if maybe { 0 } else { mask(b'V') };
+        while nl != 0 {
+            let i = block + nl.trailing_zeros() as usize;
+            nl &= nl - 1;
+            newlines.push(i);
+            let next = data.get(i + 1).copied();
+            if i > a && data[i - 1] == b';' && next == Some(b'#') {
+                end = Some(i + 2);
+                // `V`s past the record are the next record's.
+                vs &= u64::MAX >> (63 - (i - block));
+                maybe |= vs != 0 && has_version(data, block, vs);
+                break 'blocks;
+            }
+            maybe |= next == Some(b'T') && t_line(i + 1);
+        }
+        maybe |= vs != 0 && has_version(data, block, vs);
+        block += 64;
+    }
+    let end = end.unwrap_or_else(|| {
+        // No separator: the record runs to the end of the data (its last line included).
+        *hit_end = true;
+        n
+    });
+    *pos = end;
+    Some((a, end, maybe))
+}
+
+/// A `Version` starts at one of the `V`s of the block at `block` (bit i: byte block + i).
+#[inline]
+fn has_version(data: &[u8], block: usize, mut vs: u64) -> bool {
+    while vs != 0 {
+        let i = block + vs.trailing_zeros() as usize;
+        vs &= vs - 1;
+        if data[i..].starts_with(b"Version") {
+            return true;
+        }
+    }
+    false
+}
+
 /// The record read's byte searches, built once: `memchr::memchr` finds its AVX2 routine
 /// through a function pointer and sets up its needle on every call, about 15
 /// instructions of the 60 a header line's search costs.
@@ -792,6 +891,23 @@ impl LineFinders {
             avx2: memchr::arch::x86_64::avx2::memchr::One::new(b'\n')
                 .zip(memchr::arch::x86_64::avx2::memchr::Two::new(b'\n', b'V')),
         }
+    }
+
+    /// The next record (`read_record`), by blocks when the CPU has AVX2.
+    #[inline(always)]
+    fn read(
+        &self,
+        data: &[u8],
+        pos: &mut usize,
+        hit_end: &mut bool,
+        newlines: &mut Vec<usize>,
+    ) -> Option<(usize, usize, bool)> {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2.is_some() {
+            // SAFETY: `avx2` is only built when the CPU has AVX2.
+            return unsafe { read_record_avx2(data, pos, hit_end, newlines) };
+        }
+        read_record(data, pos, hit_end, newlines, self)
     }
 
     #[inline(always)]
@@ -1130,6 +1246,236 @@ fn attribute_line(items: &mut Vec<Item>, line: &[u8], at: impl Fn(usize, usize) 
         cursor = v + vlen;
         w.skip_to(cursor - base);
     }
+}
+
+/// Attribute lines read by their keys. A log repeats a few attribute lines (`# Query_time:
+/// …  Lock_time: …`) with other values: a line whose keys, in order, are those of a line
+/// read before is read by comparing each key and its `: ` as two words and walking its
+/// value, instead of building the line's byte masks and reading each pair off them
+/// (about 100 instructions a pair). Its keys are pushed as places in `Parser::names`, so
+/// the property list's shape compares them by offset, not by their bytes.
+#[derive(Default)]
+struct Templates {
+    lines: Vec<Template>,
+    /// The template the k-th attribute line of the last event used: events repeat the
+    /// same lines in the same order.
+    hint: Vec<u8>,
+    /// The template the next new one replaces, once `TEMPLATES` are kept.
+    victim: usize,
+}
+
+/// Templates kept (the lab's scaled log has 6 attribute lines).
+const TEMPLATES: usize = 16;
+/// The longest key a template holds (a key and its `: ` are compared as two words and,
+/// past 16 bytes, as a slice).
+const TEMPLATE_KEY: usize = 64;
+/// `Parser::names` stops growing here (odd logs with ever new names read the long way).
+const NAMES_MAX: usize = 1 << 16;
+
+struct Template {
+    keys: Vec<TemplateKey>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct TemplateKey {
+    /// Its place in `Parser::names`, and its length.
+    name: u32,
+    len: u32,
+    /// The key and `: `, as `key_words` reads them.
+    words: (u64, u64),
+}
+
+impl Templates {
+    /// Push the pairs of the header line `stmt[s..e]` if a template reads it (`k`: attribute
+    /// lines before it in the record).
+    #[inline]
+    fn read(&mut self, items: &mut Vec<Item>, names: &[u8], stmt: &[u8], s: usize, e: usize, k: usize) -> bool {
+        let line = &stmt[s..e];
+        // `^# +[A-Z]`, as `is_attribute_line`.
+        if self.lines.is_empty() || line.first() != Some(&b'#') {
+            return false;
+        }
+        let p = 1 + run_len(&line[1..], |b| b == b' ');
+        if p == 1 || !line.get(p).is_some_and(u8::is_ascii_uppercase) {
+            return false;
+        }
+        let start = items.len();
+        let hint = self.hint.get(k).map_or(usize::MAX, |&h| h as usize);
+        if let Some(t) = self.lines.get(hint) {
+            if t.read(items, names, stmt, s + p, e) {
+                return true;
+            }
+            items.truncate(start);
+        }
+        for (i, t) in self.lines.iter().enumerate() {
+            if i != hint && t.read(items, names, stmt, s + p, e) {
+                if self.hint.len() <= k {
+                    self.hint.resize(k + 1, u8::MAX);
+                }
+                self.hint[k] = i as u8;
+                return true;
+            }
+            items.truncate(start);
+        }
+        false
+    }
+
+    /// Keep a template of the attribute line `stmt[s..e]`, whose pairs `attribute_line`
+    /// pushed from `items[from..]`, if reading the line by it gives the same pairs; they
+    /// are then replaced by the template's (keys in `names`).
+    #[cold]
+    fn learn(
+        &mut self,
+        items: &mut Vec<Item>,
+        from: usize,
+        names: &mut Vec<u8>,
+        stmt: &[u8],
+        (s, e): (usize, usize),
+        k: usize,
+    ) {
+        let mut keys = Vec::new();
+        for pair in items[from..].chunks_exact(2) {
+            let key = pair[0];
+            let (a, b) = (key.a as usize, key.b as usize);
+            if key.src != Src::Stmt || b - a > TEMPLATE_KEY || stmt.get(b..b + 2) != Some(b": ") {
+                return;
+            }
+            let bytes = &stmt[a..b + 2];
+            let known = self
+                .lines
+                .iter()
+                .flat_map(|t| &t.keys)
+                .find(|t| &names[t.name as usize..][..t.len as usize + 2] == bytes);
+            let name = match known {
+                Some(t) => t.name,
+                None if names.len() + bytes.len() <= NAMES_MAX => {
+                    names.extend_from_slice(bytes);
+                    (names.len() - bytes.len()) as u32
+                }
+                None => return,
+            };
+            keys.push(TemplateKey { name, len: (b - a) as u32, words: key_words(stmt, a, (b + 2).min(a + 16)) });
+        }
+        let t = Template { keys };
+        let mut check = Vec::with_capacity(items.len() - from);
+        let p = 1 + run_len(&stmt[s + 1..e], |b| b == b' ');
+        let same = t.read(&mut check, names, stmt, s + p, e)
+            && check.len() == items.len() - from
+            && check.iter().zip(&items[from..]).enumerate().all(|(j, (c, i))| {
+                let bytes = |it: &Item| {
+                    if it.src == Src::Const {
+                        &names[it.a as usize..it.b as usize]
+                    } else {
+                        &stmt[it.a as usize..it.b as usize]
+                    }
+                };
+                if j % 2 == 0 {
+                    bytes(c) == bytes(i)
+                } else {
+                    (c.src, c.a, c.b) == (i.src, i.a, i.b)
+                }
+            });
+        if !same {
+            return;
+        }
+        items.truncate(from);
+        items.extend_from_slice(&check);
+        let i = if self.lines.len() < TEMPLATES {
+            self.lines.push(t);
+            self.lines.len() - 1
+        } else {
+            let i = self.victim;
+            self.lines[i] = t;
+            self.victim = (i + 1) % TEMPLATES;
+            i
+        };
+        if self.hint.len() <= k {
+            self.hint.resize(k + 1, u8::MAX);
+        }
+        self.hint[k] = i as u8;
+    }
+}
+
+impl Template {
+    /// pt's `m/(\w+):\s+(\S+|\Z)/g` on a line whose first key starts at `stmt[p]` (after
+    /// `# +`) and that ends at `e`, when its keys are this template's: each key (a \w run
+    /// after a space) with its `: `, spaces, a value (no `: ` after the key for the first,
+    /// as `is_attribute_line` asks), and nothing but spaces after the last. A value ending
+    /// in `:` may hide pt's `Schema:` edit (`schema_fix`): the line is then not read.
+    #[inline]
+    fn read(&self, items: &mut Vec<Item>, names: &[u8], stmt: &[u8], mut p: usize, e: usize) -> bool {
+        // The spaces after the last value, when its chunk showed where they end.
+        let mut gap = None;
+        for (j, key) in self.keys.iter().enumerate() {
+            if j > 0 {
+                let ws = gap.unwrap_or_else(|| run_len(&stmt[p..e], is_space));
+                if ws == 0 {
+                    return false;
+                }
+                p += ws;
+            }
+            let n = key.len as usize;
+            if p + n + 2 > e || key_words(stmt, p, (p + n + 2).min(p + 16)) != key.words {
+                return false;
+            }
+            // A key of more than 14 bytes: the rest of it and its `: `.
+            if n > 14 && stmt[p + 16..p + n + 2] != names[key.name as usize + 16..key.name as usize + n + 2] {
+                return false;
+            }
+            let q = p + n + 2;
+            let (ws, vlen, after) = space_then_value(stmt, q, e);
+            gap = after;
+            if j == 0 && (ws > 0 || vlen == 0) {
+                return false;
+            }
+            let v = q + ws;
+            if vlen > 0 && stmt[v + vlen - 1] == b':' {
+                return false;
+            }
+            items.extend_from_slice(&[
+                Item { src: Src::Const, a: key.name, b: key.name + key.len },
+                Item::stmt(v, v + vlen),
+            ]);
+            p = v + vlen;
+        }
+        gap.unwrap_or_else(|| run_len(&stmt[p..e], is_space)) == e - p
+    }
+}
+
+/// From `stmt[q]` to `e`: the run of spaces (Perl's `\s`), then the run of other bytes,
+/// and the run of spaces after it when the same chunk shows its end. The 16 bytes at `q`
+/// are classified at once (SSE2) when they are in `stmt` and hold both runs' ends; byte
+/// loops otherwise.
+#[inline(always)]
+fn space_then_value(stmt: &[u8], q: usize, e: usize) -> (usize, usize, Option<usize>) {
+    #[cfg(target_arch = "x86_64")]
+    if q + 16 <= stmt.len() {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86_64; the load reads stmt[q..q + 16].
+        let spaces = unsafe {
+            let x = _mm_loadu_si128(stmt.as_ptr().add(q).cast::<__m128i>());
+            let sp = _mm_or_si128(
+                _mm_cmpeq_epi8(x, _mm_set1_epi8(b' ' as i8)),
+                _mm_cmpeq_epi8(
+                    _mm_min_epu8(_mm_sub_epi8(x, _mm_set1_epi8(9)), _mm_set1_epi8(4)),
+                    _mm_sub_epi8(x, _mm_set1_epi8(9)),
+                ),
+            );
+            _mm_movemask_epi8(sp) as u32
+        };
+        // Bytes from `e` on end both runs; bit 16 stands for the bytes past the chunk.
+        let end = if e - q < 16 { !0u32 << (e - q) } else { 1 << 16 };
+        let ws = (!spaces | end).trailing_zeros();
+        let vlen = ((spaces | end) >> ws).trailing_zeros();
+        if ws + vlen < 16 || q + 16 >= e {
+            // Past the chunk (bit 16), the spaces after the value are not known.
+            let gap = ((!spaces | end) >> (ws + vlen)).trailing_zeros();
+            let known = ws + vlen + gap < 16 || q + 16 >= e;
+            return (ws as usize, vlen as usize, known.then_some(gap as usize));
+        }
+    }
+    let ws = run_len(&stmt[q..e], is_space);
+    (ws, run_len(&stmt[q + ws..e], |b| !is_space(b)), None)
 }
 
 /// 64 bits of a line's masks from bit `base` on.
