@@ -4,7 +4,8 @@ Importing sqlglot costs about 0.1 CPU-second, more than META001's grammar checks
 whole digest once it is loaded, and a server's logs repeat the same statement shapes
 day after day. So each shape sqlglot accepts (literals blanked, rules/catalog/parsing.py
 ``normalized``) is remembered as a 16-byte BLAKE2b hash in
-``$XDG_STATE_HOME/govern/sqlglot-accepted`` (0600; never the SQL itself), and a run whose
+``$XDG_STATE_HOME/govern/sqlglot-accepted`` (0600; never the SQL itself; in
+``GOVERN_STATE``'s folder when that is set), and a run whose
 shapes are all known there never imports sqlglot. The file is keyed by sqlglot's version
 and :data:`FORMAT`: another version starts it afresh. Rejected shapes are not kept (the
 finding needs sqlglot's own words, so sqlglot is loaded for them anyway). The file is a
@@ -30,7 +31,12 @@ _valid = False  # the file exists with this version's header: new hashes are app
 
 
 def path() -> Path:
-    """The file, next to the state file (govern/state.py ``default_state_path``)."""
+    """The file, next to the state file: in ``GOVERN_STATE``'s folder when that is set, else
+    in govern/state.py's ``default_state_path`` folder (read here from the environment, so
+    that this module imports nothing heavy)."""
+    state = os.environ.get("GOVERN_STATE")
+    if state:
+        return Path(state).expanduser().parent / "sqlglot-accepted"
     base = os.environ.get("XDG_STATE_HOME")
     root = Path(base) if base else Path.home() / ".local" / "state"
     return root / "govern" / "sqlglot-accepted"

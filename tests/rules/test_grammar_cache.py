@@ -54,3 +54,14 @@ def test_a_cut_record_and_an_unwritable_folder_are_no_error(
     monkeypatch.setenv("XDG_STATE_HOME", str(blocked))  # its govern/ cannot be made
     grammar_cache.remember("SELECT 1")  # nothing written, nothing raised
     assert grammar_cache.accepted_before("SELECT 1")  # known for the rest of the run
+
+
+def test_the_file_follows_govern_state(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GOVERN_STATE moves the state file: the shapes' file goes beside it, not to XDG_STATE_HOME."""
+    moved = tmp_path / "elsewhere" / "my-state.db"
+    monkeypatch.setenv("GOVERN_STATE", str(moved))
+    assert grammar_accepts(Statement.from_sql("SELECT a FROM t WHERE b = 42"))
+    assert (moved.parent / "sqlglot-accepted").stat().st_mode & 0o777 == 0o600
+    assert not state.exists()
